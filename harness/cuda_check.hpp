@@ -1,0 +1,23 @@
+#pragma once
+// Every CUDA runtime call goes through KLAB_CUDA_CHECK, which throws klab::Error naming the
+// file, the line, the call text and the CUDA error. Destructors use KLAB_CUDA_CHECK_NOTHROW,
+// which reports to stderr instead. Every kernel launch is followed by KLAB_CUDA_CHECK_LAUNCH;
+// with KLAB_SYNC_AFTER_LAUNCH (the `debug` preset) it also synchronises the stream, so that an
+// asynchronous fault is reported at the launch that caused it.
+#include <cuda_runtime_api.h>
+
+namespace klab::detail {
+
+// Throws klab::Error when `status` is not cudaSuccess.
+void cuda_check(cudaError_t status, const char* call, const char* file, int line);
+// Prints to stderr when `status` is not cudaSuccess; returns whether it was cudaSuccess.
+bool cuda_check_nothrow(cudaError_t status, const char* call, const char* file, int line) noexcept;
+// Checks the last launch error and, in synchronising builds, the stream's completion.
+void cuda_check_launch(cudaStream_t stream, const char* file, int line);
+
+}  // namespace klab::detail
+
+#define KLAB_CUDA_CHECK(call) ::klab::detail::cuda_check((call), #call, __FILE__, __LINE__)
+#define KLAB_CUDA_CHECK_NOTHROW(call) \
+    ::klab::detail::cuda_check_nothrow((call), #call, __FILE__, __LINE__)
+#define KLAB_CUDA_CHECK_LAUNCH(stream) ::klab::detail::cuda_check_launch((stream), __FILE__, __LINE__)
