@@ -1,3 +1,4 @@
+#include <atomic>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,7 +12,7 @@
 namespace klab::reference {
 
 void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, const Mask& mask, Border border,
-              int threads) {
+              int threads, const Progress& progress) {
     if (in.shape != out.shape) {
         throw Error(fmt::format("convolve from a {} image into a {} image", to_string(in.shape), to_string(out.shape)),
                     "an output of the input's shape and layout");
@@ -24,6 +25,7 @@ void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, con
     // Stepping one pixel along a row moves `channels` elements in AoS and one in SoA.
     const int step = shape.layout == Layout::aos ? shape.channels : 1;
     const double outside = border.value;
+    std::atomic<int> rows_done{0};
 
     parallel_for(shape.height, threads, [&](int y_begin, int y_end) {
         std::vector<double> acc(static_cast<std::size_t>(shape.width));
@@ -46,13 +48,14 @@ void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, con
                 }
                 for (int x = 0; x < shape.width; ++x) out.at(x, y, c) = saturate_round_u8(acc[static_cast<std::size_t>(x)]);
             }
+            if (progress) progress(++rows_done, shape.height);
         }
     });
 }
 
-ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads) {
+ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads, const Progress& progress) {
     ImageU8 out(in.shape());
-    convolve(in.view(), out.view(), mask, border, threads);
+    convolve(in.view(), out.view(), mask, border, threads, progress);
     return out;
 }
 

@@ -4,6 +4,7 @@
 // rounding, the shared border_index(). Every function takes a thread count (1 = sequential, 0 =
 // one per hardware thread); the result is bit-identical for every count.
 #include <cstdint>
+#include <functional>
 
 #include "harness/border.hpp"
 #include "harness/image.hpp"
@@ -11,11 +12,15 @@
 
 namespace klab::reference {
 
+// Reports progress of a long computation: called from worker threads as output rows complete,
+// with the rows done so far and the total. It must be thread-safe and cheap.
+using Progress = std::function<void(int rows_done, int rows_total)>;
+
 // Correlation with `mask`: out(x,y,c) = saturate_round_u8(sum m(i,j) * in(x+i-rx, y+j-ry, c)),
 // accumulated in double. `in` and `out` have the same shape (any layout, any pitch).
 void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, const Mask& mask, Border border,
-              int threads = 1);
-ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads = 1);
+              int threads = 1, const Progress& progress = {});
+ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads = 1, const Progress& progress = {});
 
 // BT.709 luma (gray_bt709 in numeric.hpp); 1-channel input is copied, alpha is ignored.
 // The output is 1-channel AoS.
