@@ -1,0 +1,219 @@
+// Format dispatch, file reading and the atomic file write behind image_io.hpp. The codecs
+// themselves live in png_codec.cpp, jpeg_codec.cpp and pnm_codec.cpp.
+#include "harness/io/image_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "harness/error.hpp"
+#include "harness/io/image_codec.hpp"
+
+namespace klab::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kReadableFormats = "PNG, JPEG, or PNM (P2, P3, P5, P6)";
+constexpr const char* kWritableExtensions = ".png, .jpg, .jpeg, .pgm, .ppm, .pnm (any case)";
+
+std::string os_reason(int error_number) { return std::error_code(error_number, std::generic_category()).message(); }
+
+// Which codec the first bytes belong to; throws for an empty or unrecognised buffer.
+ImageFormat sniff_format(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+    if (bytes.empty()) throw Error(fmt::format("{}: the file is empty", name), kReadableFormats);
+    static const std::uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_signature, 8) == 0) return ImageFormat::png;
+    if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return ImageFormat::jpeg;
+    if (bytes.size() >= 2 && bytes[0] == 'P' &&
+        (bytes[1] == '2' || bytes[1] == '3' || bytes[1] == '5' || bytes[1] == '6')) {
+        return ImageFormat::pnm;
+    }
+    // Show the first bytes: they usually identify the format (e.g. "47 49 46" is GIF).
+    std::string first;
+    for (std::size_t i = 0; i < bytes.size() && i < 8; ++i) first += fmt::format("{}{:02X}", i ? " " : "", bytes[i]);
+    throw Error(fmt::format("{}: unknown image format (first bytes {})", name, first), kReadableFormats);
+}
+
+// Closes a file descriptor on every exit path.
+struct ReadOnlyFile {
+    int fd;
+    explicit ReadOnlyFile(int fd_) : fd(fd_) {}
+    ReadOnlyFile(const ReadOnlyFile&) = delete;
+    ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+    ~ReadOnlyFile() { ::close(fd); }
+};
+
+std::vector<std::uint8_t> read_file(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int error_number = errno;  // saved before anything else can change it
+        throw Error(fmt::format("cannot open '{}' for reading: {}", path.string(), os_reason(error_number)));
+    }
+    const ReadOnlyFile file{fd};
+    std::vector<std::uint8_t> bytes;
+    struct stat info {};
+    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) bytes.reserve(static_cast<std::size_t>(info.st_size));
+    // Read to the end rather than trusting the size: the file may change, or be a pipe.
+    std::uint8_t chunk[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int error_number = errno;
+            throw Error(fmt::format("cannot read '{}': {}", path.string(), os_reason(error_number)));
+        }
+        bytes.insert(bytes.end(), chunk, chunk + n);
+    }
+    return bytes;
+}
+
+// A temporary file beside the target; removed on destruction unless release() was called after a
+// successful rename.
+class TempFile {
+public:
+    TempFile(const fs::path& dir, const std::string& target_name, const fs::path& target) {
+        std::random_device random;
+        std::uniform_int_distribution<std::uint32_t> six_hex_digits(0, 0xFFFFFF);
+        int error_number = 0;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            path_ = dir / fmt::format(".{}.{:06x}.tmp", target_name, six_hex_digits(random));
+            // O_EXCL: never reuse someone else's file. Mode 0666 lets the umask apply, as for any new
+            // file (mkstemp would create it 0600, and the rename would keep that).
+            fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd_ >= 0) return;
+            error_number = errno;
+            if (error_number != EEXIST) break;
+        }
+        throw Error(fmt::format("cannot write '{}': cannot create a temporary file in '{}': {}", target.string(),
+                                dir.string(), os_reason(error_number)),
+                    "a path in an existing, writable directory");
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    ~TempFile() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!path_.empty()) ::unlink(path_.c_str());
+    }
+
+    int fd() const { return fd_; }
+    const fs::path& path() const { return path_; }
+    // Closes the descriptor; returns 0 or the errno of a failed close (which can report a failed
+    // write-back, so it must be checked).
+    int close() {
+        const int result = ::close(fd_);
+        fd_ = -1;
+        return result == 0 ? 0 : errno;
+    }
+    void release() { path_.clear(); }
+
+private:
+    fs::path path_;
+    int fd_ = -1;
+};
+
+}  // namespace
+
+ImageFormat format_from_extension(const fs::path& path) {
+    std::string extension = path.extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (extension == ".png") return ImageFormat::png;
+    if (extension == ".jpg" || extension == ".jpeg") return ImageFormat::jpeg;
+    if (extension == ".pgm" || extension == ".ppm" || extension == ".pnm") return ImageFormat::pnm;
+    if (extension.empty()) {
+        throw Error(fmt::format("'{}' has no file extension to choose the image format by", path.string()),
+                    kWritableExtensions);
+    }
+    throw Error(fmt::format("'{}' has the unknown image file extension '{}'", path.string(), path.extension().string()),
+                kWritableExtensions);
+}
+
+ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+    switch (sniff_format(bytes, name)) {
+        case ImageFormat::png: return detail::decode_png(bytes, name);
+        case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name);
+        case ImageFormat::pnm: return detail::decode_pnm(bytes, name);
+    }
+    throw Error(fmt::format("{}: internal error: unhandled image format", name));
+}
+
+std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format, const std::string& name,
+                                       const WriteOptions& options) {
+    detail::check_image_to_encode(image, name);
+    switch (format) {
+        case ImageFormat::png: return detail::encode_png(image, name);
+        case ImageFormat::jpeg: return detail::encode_jpeg(image, name, options.jpeg_quality);
+        case ImageFormat::pnm: return detail::encode_pnm(image, name);
+    }
+    throw Error(fmt::format("{}: internal error: unhandled image format", name));
+}
+
+ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), path.string()); }
+
+void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
+    // Encode first: an unsupported channel count or quality fails before the disk is touched.
+    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
+    write_file_atomically(path, bytes);
+}
+
+void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+    const std::string target_name = path.filename().string();
+    if (target_name.empty() || target_name == "." || target_name == "..") {
+        throw Error(fmt::format("cannot write '{}': the path does not end in a file name", path.string()),
+                    "a file path such as out/result.png");
+    }
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    std::error_code ec;
+    const fs::file_status dir_status = fs::status(dir, ec);
+    if (dir_status.type() == fs::file_type::not_found) {
+        throw Error(fmt::format("cannot write '{}': directory '{}' does not exist", path.string(), dir.string()),
+                    "a path in an existing, writable directory");
+    }
+    if (ec) {
+        throw Error(fmt::format("cannot write '{}': cannot access directory '{}': {}", path.string(), dir.string(),
+                                ec.message()),
+                    "a path in an existing, writable directory");
+    }
+    if (!fs::is_directory(dir_status)) {
+        throw Error(fmt::format("cannot write '{}': '{}' is not a directory", path.string(), dir.string()),
+                    "a path in an existing, writable directory");
+    }
+
+    TempFile temp(dir, target_name, path);
+    const auto fail = [&](const std::string& what, int error_number) {
+        // `temp` removes the temporary file as the exception leaves this function.
+        return Error(fmt::format("cannot write '{}': {} '{}' failed: {}", path.string(), what, temp.path().string(),
+                                 os_reason(error_number)));
+    };
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(temp.fd(), bytes.data() + written, bytes.size() - written);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw fail("writing the temporary file", errno);
+        }
+        written += static_cast<std::size_t>(n);
+    }
+    // fsync before the rename, so that after a crash the target holds the old or the new bytes,
+    // never an empty or partial file.
+    if (::fsync(temp.fd()) != 0) throw fail("flushing the temporary file", errno);
+    if (const int error_number = temp.close(); error_number != 0)
+        throw fail("closing the temporary file", error_number);
+    fs::rename(temp.path(), path, ec);
+    if (ec) {
+        throw Error(fmt::format("cannot write '{}': renaming the temporary file '{}' onto it failed: {}", path.string(),
+                                temp.path().string(), ec.message()));
+    }
+    temp.release();
+}
+
+}  // namespace klab::io

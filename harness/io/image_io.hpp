@@ -1,0 +1,49 @@
+#pragma once
+// Reading and writing image files: PNG (libpng), JPEG (libjpeg / libjpeg-turbo), PNM (P5, P6 read and
+// written; the ASCII P2, P3 read).
+//
+// Reading picks the decoder from the file's first bytes, not its name. Every image comes back as
+// 8-bit AoS with 1 (gray), 3 (RGB) or 4 (RGBA) channels. A file that is malformed, truncated, too
+// large (see kMaxPixels) or of an unsupported kind (16-bit samples, CMYK JPEG, ...) is refused with
+// a klab::Error that names the file and the problem.
+//
+// Writing picks the encoder from the extension (.png, .jpg/.jpeg, .pgm/.ppm/.pnm), encodes into
+// memory and writes the bytes to a temporary file beside the target that is renamed into place:
+// a failure never leaves a half-written or truncated output behind.
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "harness/image.hpp"
+
+namespace klab::io {
+
+// The largest image klab reads or writes: 2^30 pixels (e.g. 32768 x 32768). 8K is 2^25 pixels.
+inline constexpr std::int64_t kMaxPixels = std::int64_t{1} << 30;
+// The longest side klab reads or writes.
+inline constexpr int kMaxSide = 1 << 17;
+
+enum class ImageFormat { png, jpeg, pnm };
+
+struct WriteOptions {
+    int jpeg_quality = 95;  // 1..100
+};
+
+// Throws unless `path` ends in .png, .jpg, .jpeg, .pgm, .ppm or .pnm (any case).
+ImageFormat format_from_extension(const std::filesystem::path& path);
+
+ImageU8 read_image(const std::filesystem::path& path);
+// `image` may have any layout and pitch; it is written interleaved. PNG takes 1/3/4 channels,
+// JPEG and PNM 1/3 (P5 for gray, P6 for RGB).
+void write_image(const std::filesystem::path& path, const ImageU8& image, const WriteOptions& options = {});
+
+// The codecs on memory buffers; `name` appears in error messages (usually the file name).
+ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name);
+std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format, const std::string& name,
+                                       const WriteOptions& options = {});
+
+// Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto
+// `path`. On any failure the temporary file is removed and klab::Error is thrown.
+void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+
+}  // namespace klab::io

@@ -1,0 +1,96 @@
+// PNG through libpng's simplified API (png_image_*): it reports errors in png_image::message
+// instead of longjmp-ing, and does the palette / gray+alpha expansion for us.
+//
+// Read: 8-bit (or fewer) gray -> 1 channel, RGB and RGB palette -> 3, anything with alpha (gray+alpha,
+// RGBA, palette or gray/RGB with tRNS) -> 4 (RGBA, not premultiplied). 16-bit files are refused.
+// Write: 1 (gray), 3 (RGB) or 4 (RGBA) channels, 8-bit.
+#include <png.h>
+
+#include <fmt/format.h>
+
+#include "harness/error.hpp"
+#include "harness/io/image_codec.hpp"
+
+namespace klab::io::detail {
+namespace {
+
+// Frees libpng's state on every exit path (png_image_free is a no-op once it has run).
+struct PngImage {
+    png_image image{};
+    PngImage() { image.version = PNG_IMAGE_VERSION; }
+    PngImage(const PngImage&) = delete;
+    PngImage& operator=(const PngImage&) = delete;
+    ~PngImage() { png_image_free(&image); }
+};
+
+const char* png_message(const png_image& image) { return image.message[0] != '\0' ? image.message : "no details"; }
+
+}  // namespace
+
+ImageU8 decode_png(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+    PngImage png;
+    // Reads the chunks before the pixel data: size and format, nothing allocated for pixels yet.
+    if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size())) {
+        throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
+                    "a complete, valid PNG file");
+    }
+    const png_uint_32 file_format = png.image.format;
+    if (file_format & PNG_FORMAT_FLAG_LINEAR) {
+        throw Error(fmt::format("{}: 16-bit samples are not supported", name),
+                    "8-bit gray, gray+alpha, RGB, RGBA or palette PNG");
+    }
+    check_image_size(png.image.width, png.image.height, name);
+
+    // Ask for the file's own channels so that nothing is composited or converted; gray+alpha
+    // becomes RGBA because klab images have 1, 3 or 4 channels.
+    int channels = 1;
+    png.image.format = PNG_FORMAT_GRAY;
+    if (file_format & PNG_FORMAT_FLAG_ALPHA) {
+        channels = 4;
+        png.image.format = PNG_FORMAT_RGBA;
+    } else if (file_format & PNG_FORMAT_FLAG_COLOR) {
+        channels = 3;
+        png.image.format = PNG_FORMAT_RGB;
+    }
+    ImageU8 image(static_cast<int>(png.image.width), static_cast<int>(png.image.height), channels);
+    // The row stride is counted in components, which are bytes here.
+    const auto row_stride = static_cast<png_int_32>(image.pitch_bytes());
+    if (!png_image_finish_read(&png.image, nullptr, image.data(), row_stride, nullptr)) {
+        throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
+                    "a complete, valid PNG file");
+    }
+    return image;
+}
+
+std::vector<std::uint8_t> encode_png(const ImageU8& image, const std::string& name) {
+    const int channels = image.channels();
+    if (channels != 1 && channels != 3 && channels != 4) {
+        throw Error(fmt::format("{}: PNG cannot store an image with {} channels", name, channels),
+                    "1 (gray), 3 (RGB) or 4 (RGBA) channels");
+    }
+    const std::vector<std::uint8_t> pixels = packed_interleaved(image);
+    PngImage png;
+    png.image.width = static_cast<png_uint_32>(image.width());
+    png.image.height = static_cast<png_uint_32>(image.height());
+    png.image.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+    const auto row_stride = static_cast<png_int_32>(image.width() * channels);
+
+    // Most PNGs are smaller than their pixels; if this one is not, libpng reports the size it needs
+    // and we encode again into a buffer of that size.
+    std::vector<std::uint8_t> out(pixels.size() + pixels.size() / 8 + 1024);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        png_alloc_size_t size = out.size();
+        if (png_image_write_to_memory(&png.image, out.data(), &size, 0, pixels.data(), row_stride, nullptr)) {
+            out.resize(size);
+            return out;
+        }
+        if (size <= out.size()) break;  // a real error, not a short buffer
+        out.resize(size);
+        png_image_free(&png.image);
+        png.image.warning_or_error = 0;
+        png.image.message[0] = '\0';
+    }
+    throw Error(fmt::format("{}: PNG encoding failed (libpng: {})", name, png_message(png.image)));
+}
+
+}  // namespace klab::io::detail
