@@ -1,0 +1,87 @@
+// klab run: the main job. On a GPU machine it will tune, benchmark every variant on the seeds'
+// matrix and write results/<gpu>/; today it runs what exists — the CPU reference, sequential
+// and multithreaded, on the seeds' resolutions and mask sizes — and says what is missing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "harness/device_info.hpp"
+#include "harness/mask.hpp"
+#include "harness/reference/parallel.hpp"
+#include "harness/reference/reference.hpp"
+#include "harness/synth.hpp"
+
+namespace klab::cli {
+
+namespace {
+
+struct RunOptions {
+    std::vector<std::string> sizes = {"480p", "720p", "HD", "4K", "8K"};
+    std::vector<int> mask_sizes = {3, 5, 7, 9};
+    int threads = 0;
+};
+
+double seconds_of(const std::function<void()>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One row of the study: the reference on one image and mask, sequential and multithreaded.
+void time_row(const std::string& label, const ImageU8& image, const Mask& mask, int threads) {
+    const Border border{BorderMode::replicate, 0};
+    ImageU8 sequential, parallel;
+    const double t1 = seconds_of([&] { sequential = reference::convolve(image, mask, border, 1); });
+    const double tn = seconds_of([&] { parallel = reference::convolve(image, mask, border, threads); });
+    fmt::print("  {:<22} {:>12.1f} {:>12.1f} {:>8.2f}x {}\n", label, t1 * 1e3, tn * 1e3, t1 / tn,
+               same_pixels(sequential, parallel) ? "identical" : "DIFFERENT");
+}
+
+void run_study(const RunOptions& o) {
+    const DeviceQuery query = query_devices();
+    if (query.devices.empty()) {
+        fmt::print("GPU: {}. Only the CPU reference can run here.\n", query.no_device_reason);
+    } else {
+        fmt::print("GPU: {} (compute capability {}.{}, {} SMs)\n", query.devices[0].name, query.devices[0].cc_major,
+                   query.devices[0].cc_minor, query.devices[0].sm_count);
+    }
+    fmt::print("Not built yet, so not run: GPU variants (kernels/), the autotuner, klab-bench and results/<gpu>/.\n\n");
+
+    const int threads = reference::resolve_threads(o.threads);
+    std::vector<synth::Resolution> resolutions;
+    for (const auto& s : o.sizes) resolutions.push_back(synth::parse_resolution(s));
+    for (int k : o.mask_sizes) (void)masks::gaussian(k);  // refuse a bad size before any work
+
+    fmt::print("CPU reference, gaussian, replicate border, synthetic natural RGB images, one run each\n");
+    fmt::print("  {:<22} {:>12} {:>12} {:>9}\n", "problem", "1 thread ms", fmt::format("{} thr. ms", threads),
+               "speedup");
+    for (const auto& r : resolutions) {
+        const ImageU8 image = synth::generate(synth::Pattern::natural, r.width, r.height, 3);
+        time_row(fmt::format("{} gauss3", r.name), image, masks::gaussian(3), threads);
+    }
+    const synth::Resolution hd = synth::parse_resolution("HD");
+    const ImageU8 image = synth::generate(synth::Pattern::natural, hd.width, hd.height, 3);
+    for (int k : o.mask_sizes) time_row(fmt::format("HD gauss{}", k), image, masks::gaussian(k), threads);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+    auto o = std::make_shared<RunOptions>();
+    CLI::App* cmd = app.add_subcommand("run", "The main job: run the seeds' study with everything this build has");
+    cmd->add_option("--sizes", o->sizes, "Resolutions: 480p, 720p, HD, 4K, 8K or WxH")->capture_default_str();
+    cmd->add_option("--mask-sizes", o->mask_sizes, "Gaussian sizes for the HD mask study (odd, 1..31)")
+        ->capture_default_str();
+    cmd->add_option("--threads", o->threads, "CPU threads of the multithreaded reference: 0 = all")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->callback([o] { run_study(*o); });
+}
+
+}  // namespace klab::cli

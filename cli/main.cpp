@@ -1,0 +1,45 @@
+// klab: the command-line front end. Each sub-command lives in cli/cmd_<name>.cpp.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "harness/error.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"klab: a lab for image-filter CUDA kernels (verify, tune, benchmark, apply)"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "klab 0.1.0");
+    klab::cli::add_info_command(app);
+    klab::cli::add_list_command(app);
+    klab::cli::add_apply_command(app);
+    klab::cli::add_gen_command(app);
+    klab::cli::add_run_command(app);
+    // CLI11 would only say "A subcommand is required"; name the unknown word and the commands.
+    if (argc > 1 && argv[1][0] != '-') {
+        std::string known;
+        bool found = false;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+            found = found || sub->get_name() == argv[1];
+            known += (known.empty() ? "" : ", ") + sub->get_name();
+        }
+        if (!found) {
+            fmt::print(stderr, "klab: unknown command '{}'; allowed: {}\n", argv[1], known);
+            return 2;
+        }
+    }
+    try {
+        app.parse(argc, argv);  // sub-command callbacks run inside parse()
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const klab::Error& e) {
+        fmt::print(stderr, "klab: {}\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "klab: unexpected failure: {}\n", e.what());
+        return 3;
+    }
+    return 0;
+}
