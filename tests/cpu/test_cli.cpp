@@ -1,0 +1,135 @@
+// The klab executable end to end: wrong arguments name themselves and what is allowed, nothing
+// is written on failure, and `apply --backend cpu` writes what the reference computes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include "harness/filter_spec.hpp"
+#include "harness/io/image_io.hpp"
+#include "harness/reference/reference.hpp"
+#include "test_util.hpp"
+
+namespace klab {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+Result klab_cli(const std::string& arguments) {
+    const std::string command = std::string(KLAB_CLI_PATH) + " " + arguments + " 2>&1";
+    Result result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return result;
+    std::array<char, 4096> buffer{};
+    while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir = fs::temp_directory_path() /
+              ("klab_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        input = (dir / "in.png").string();
+        io::write_image(input, test::random_image({23, 17, 3, Layout::aos}, 3));
+    }
+    void TearDown() override { fs::remove_all(dir); }
+    void expect_failure(const std::string& arguments, const std::string& fragment) {
+        const Result r = klab_cli(arguments);
+        EXPECT_NE(r.exit_code, 0) << arguments;
+        EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
+    }
+    fs::path dir;
+    std::string input;
+};
+
+TEST_F(Cli, WrongArgumentsNameThemselvesAndWhatIsAllowed) {
+    const std::string out = (dir / "out.png").string();
+    expect_failure("apply --backend tpu --filter box:3 " + input + " " + out, "--backend");
+    expect_failure("apply --backend tpu --filter box:3 " + input + " " + out, "cpu");
+    expect_failure("apply --filter blur:3 " + input + " " + out, "unknown filter 'blur:3'; allowed: box:K");
+    expect_failure("apply --filter box:4 " + input + " " + out, "box size 4 is not supported");
+    expect_failure("apply --filter box:3 --border clamp " + input + " " + out, "unknown border mode 'clamp'");
+    expect_failure("apply --filter box:3 --layout planar " + input + " " + out, "--layout");
+    expect_failure("apply --filter box:3 " + (dir / "missing.png").string() + " " + out, "missing.png");
+    expect_failure("apply --filter box:3 " + input + " " + (dir / "out.tiff").string(), "out.tiff");
+    expect_failure("apply --filter box:3 --variant conv.global " + input + " " + out, "--variant");
+    expect_failure("apply --backend gpu --filter box:3 " + input + " " + out, "no GPU variant is registered");
+    expect_failure("apply " + input + " " + out, "--filter is required");
+    expect_failure("frobnicate", "frobnicate");
+    EXPECT_FALSE(fs::exists(out)) << "a failed apply must not write its output";
+}
+
+TEST_F(Cli, EveryCommandHasHelp) {
+    for (const char* command : {"", "info", "list", "apply", "gen", "run"}) {
+        const Result r = klab_cli(std::string(command) + " --help");
+        EXPECT_EQ(r.exit_code, 0) << command;
+        EXPECT_NE(r.output.find("Usage"), std::string::npos) << command;
+    }
+}
+
+TEST_F(Cli, InfoAndListAnswerWithoutAGpu) {
+    const Result info = klab_cli("info");
+    EXPECT_EQ(info.exit_code, 0);
+    EXPECT_TRUE(info.output.find("no CUDA device found") != std::string::npos ||
+                info.output.find("device 0:") != std::string::npos)
+        << info.output;
+    const Result json = klab_cli("info --json");
+    EXPECT_EQ(json.exit_code, 0);
+    EXPECT_NE(json.output.find("\"devices\""), std::string::npos);
+    const Result list = klab_cli("list");
+    EXPECT_EQ(list.exit_code, 0);
+    EXPECT_NE(list.output.find("no variants are registered"), std::string::npos);
+}
+
+TEST_F(Cli, ApplyOnCpuWritesWhatTheReferenceComputes) {
+    const ImageU8 image = io::read_image(input);
+    const struct {
+        std::string filter, border;
+    } cases[] = {{"gaussian:5", "mirror"}, {"box:3", "constant:50"}, {"sharpen", "wrap"}, {"unsharp:5:1.0:1.5", "reflect"}};
+    for (const auto& c : cases) {
+        for (const char* layout : {"aos", "soa"}) {
+            const std::string out = (dir / "out.png").string();
+            const Result r = klab_cli(fmt::format("apply --backend cpu --layout {} --filter {} --border {} {} {}", layout,
+                                                  c.filter, c.border, input, out));
+            ASSERT_EQ(r.exit_code, 0) << r.output;
+            const ImageU8 expected =
+                reference::convolve(image, *parse_filter_spec(c.filter).mask, parse_border(c.border));
+            EXPECT_TRUE(same_pixels(io::read_image(out), expected)) << c.filter << " " << layout;
+        }
+    }
+    const std::string edges = (dir / "edges.pgm").string();
+    ASSERT_EQ(klab_cli("apply --filter sobel " + input + " " + edges).exit_code, 0);
+    EXPECT_TRUE(same_pixels(io::read_image(edges), reference::sobel(image, {BorderMode::replicate, 0})));
+    const std::string sums = (dir / "integral.png").string();
+    ASSERT_EQ(klab_cli("apply --filter integral " + input + " " + sums).exit_code, 0);
+    const ImageU8 visual = io::read_image(sums);
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(visual.at(22, 16, c), 255);  // the largest sum maps to 255
+}
+
+TEST_F(Cli, RunStudyOnATinySize) {
+    const Result r = klab_cli("run --sizes 64x48 --mask-sizes 3 5 --threads 2");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("64x48 gauss3"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("HD gauss5"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("DIFFERENT"), std::string::npos) << r.output;
+    expect_failure("run --sizes 12x", "12x");
+    expect_failure("run --mask-sizes 4", "gaussian size 4");
+}
+
+}  // namespace
+}  // namespace klab

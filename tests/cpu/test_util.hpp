@@ -1,0 +1,60 @@
+#pragma once
+// Small helpers shared by the CPU tests.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/error.hpp"
+#include "harness/image.hpp"
+
+namespace klab::test {
+
+// Expects `action` to throw klab::Error whose message contains `fragment`.
+inline void expect_error(const std::function<void()>& action, const std::string& fragment) {
+    try {
+        action();
+        ADD_FAILURE() << "expected klab::Error containing \"" << fragment << "\", nothing was thrown";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+            << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
+    }
+}
+
+// A 1-channel AoS image from row-major values.
+inline ImageU8 gray_image(int width, int height, const std::vector<int>& values) {
+    ImageU8 image(width, height, 1);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x) image.at(x, y, 0) = static_cast<std::uint8_t>(values.at(y * width + x));
+    return image;
+}
+
+// Every value in x-fastest, then channel, then y order... as ints: (y, x, c) order.
+template <class T>
+std::vector<long long> values_of(const HostImage<T>& image) {
+    std::vector<long long> out;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x)
+            for (int c = 0; c < image.channels(); ++c) out.push_back(static_cast<long long>(image.at(x, y, c)));
+    return out;
+}
+inline std::vector<int> values(const ImageU8& image) {
+    std::vector<int> out;
+    for (long long v : values_of(image)) out.push_back(static_cast<int>(v));
+    return out;
+}
+
+// Seeded random pixels (std::mt19937's raw output is specified by the standard).
+inline ImageU8 random_image(ImageShape shape, std::uint32_t seed, std::size_t pitch_bytes = 0) {
+    ImageU8 image(shape, pitch_bytes);
+    std::mt19937 rng(seed);
+    for (int y = 0; y < shape.height; ++y)
+        for (int x = 0; x < shape.width; ++x)
+            for (int c = 0; c < shape.channels; ++c) image.at(x, y, c) = static_cast<std::uint8_t>(rng() >> 24);
+    return image;
+}
+
+}  // namespace klab::test
