@@ -59,14 +59,18 @@ void run_study(const RunOptions& o) {
     for (int k : o.mask_sizes) (void)masks::gaussian(k);  // refuse a bad size before any work
 
     fmt::print("CPU reference, gaussian, replicate border, synthetic natural RGB images, one run each\n");
-    fmt::print("  {:<22} {:>12} {:>12} {:>9}\n", "problem", "1 thread ms", fmt::format("{} thr. ms", threads),
-               "speedup");
+    const auto header = [threads](const char* title) {
+        fmt::print("{}\n  {:<22} {:>12} {:>12} {:>9}\n", title, "problem", "1 thread ms",
+                   fmt::format("{} thr. ms", threads), "speedup");
+    };
+    header("by resolution (seed 000, table 1):");
     for (const auto& r : resolutions) {
         const ImageU8 image = synth::generate(synth::Pattern::natural, r.width, r.height, 3);
         time_row(fmt::format("{} gauss3", r.name), image, masks::gaussian(3), threads);
     }
     const synth::Resolution hd = synth::parse_resolution("HD");
     const ImageU8 image = synth::generate(synth::Pattern::natural, hd.width, hd.height, 3);
+    header("by mask size at HD (seed 000, table 2):");
     for (int k : o.mask_sizes) time_row(fmt::format("HD gauss{}", k), image, masks::gaussian(k), threads);
 }
 

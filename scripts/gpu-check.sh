@@ -39,6 +39,6 @@ fi
   echo "  gpu tests skipped     : $(grep -c 'Skipped' "$OUT/ctest.log" 2>/dev/null)"
   echo "compute-sanitizer       : $(status $sanitize)"
   grep -E 'sanitize\.[a-z]+ .*(Passed|Failed|\*\*\*)' "$OUT/sanitize.log" 2>/dev/null | sed 's/^/  /'
-  grep -E 'ERROR SUMMARY' "$OUT/sanitize.log" 2>/dev/null | sort | uniq -c | sed 's/^/  /'
+  grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize.log" 2>/dev/null | sort | uniq -c | sed 's/^/  /'
 } | tee "$OUT/summary.txt"
 [[ $build -eq 0 && $tests -eq 0 && $sanitize -eq 0 && $info -eq 0 ]]

@@ -2,17 +2,15 @@
 // is written on failure, and `apply --backend cpu` writes what the reference computes.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/reference/reference.hpp"
+#include "tests/common/run_command.hpp"
 #include "test_util.hpp"
 
 namespace klab {
@@ -20,22 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr together
-};
+using Result = test::CommandResult;
 
-Result klab_cli(const std::string& arguments) {
-    const std::string command = std::string(KLAB_CLI_PATH) + " " + arguments + " 2>&1";
-    Result result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
+Result klab_cli(const std::string& arguments) { return test::run_command(std::string(KLAB_CLI_PATH) + " " + arguments); }
 
 class Cli : public ::testing::Test {
 protected:

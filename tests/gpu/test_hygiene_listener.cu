@@ -3,13 +3,10 @@
 // that process to fail with the listener's message.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
-#include <sys/wait.h>
-
 #include "harness/cuda_check.hpp"
+#include "tests/common/run_command.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab::test {
@@ -37,33 +34,19 @@ TEST_F(DeviceErrorPaths, DISABLED_LeavesAnErrorBehind) {
     (void)cudaMalloc(&p, std::size_t{1} << 62);  // fails, and the error is left for cudaGetLastError
 }
 
-struct ChildRun {
-    int exit_code = -1;
-    std::string output;
-};
-
-ChildRun run_disabled_test(const std::string& name) {
-    const std::string command = std::string(test::gpu_test_executable()) +
-                                " --gtest_also_run_disabled_tests --gtest_filter=DeviceErrorPaths.DISABLED_" + name +
-                                " 2>&1";
-    ChildRun run;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return run;
-    std::array<char, 4096> buffer{};
-    while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) run.output += buffer.data();
-    const int status = pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return run;
+test::CommandResult run_disabled_test(const std::string& name) {
+    return test::run_command(std::string(test::gpu_test_executable()) +
+                             " --gtest_also_run_disabled_tests --gtest_filter=DeviceErrorPaths.DISABLED_" + name);
 }
 
 TEST_F(DeviceErrorPaths, ListenerFailsATestThatLeavesUnfinishedWork) {
-    const ChildRun run = run_disabled_test("LeavesUnfinishedWork");
+    const test::CommandResult run = run_disabled_test("LeavesUnfinishedWork");
     EXPECT_NE(run.exit_code, 0) << run.output;
     EXPECT_NE(run.output.find("left unfinished work on the default stream"), std::string::npos) << run.output;
 }
 
 TEST_F(DeviceErrorPaths, ListenerFailsATestThatLeavesAnErrorBehind) {
-    const ChildRun run = run_disabled_test("LeavesAnErrorBehind");
+    const test::CommandResult run = run_disabled_test("LeavesAnErrorBehind");
     EXPECT_NE(run.exit_code, 0) << run.output;
     EXPECT_NE(run.output.find("left a CUDA error behind: cudaErrorMemoryAllocation"), std::string::npos) << run.output;
 }
