@@ -1,4 +1,5 @@
 // `klab gen`: writes synthetic test images (harness/synth.hpp), one or the whole standard set.
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -30,14 +31,10 @@ constexpr const char* kDefaultDir = "data/generated";
 // A decimal 0..2^64-1; anything else (sign, spaces, overflow) is an error.
 std::uint64_t parse_seed(const std::string& text) {
     std::uint64_t value = 0;
-    bool ok = !text.empty() && text.size() <= 20;
-    for (char ch : text) {
-        if (!ok) break;
-        const auto digit = static_cast<std::uint64_t>(ch - '0');
-        ok = ch >= '0' && ch <= '9' && value <= (UINT64_MAX - digit) / 10;
-        value = value * 10 + digit;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
+        throw Error(fmt::format("seed '{}'", text), "an integer from 0 to 18446744073709551615");
     }
-    if (!ok) throw Error(fmt::format("seed '{}'", text), "an integer from 0 to 18446744073709551615");
     return value;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <thread>
 
@@ -52,17 +53,14 @@ std::string lower(std::string s) {
     return s;
 }
 
-// Parses a decimal side length of 1..kMaxResolutionSide; false for anything else (sign, spaces,
-// leading zeros are fine, overflow is not).
+// Parses a decimal side length of 1..kMaxResolutionSide; false for anything else (a sign, spaces,
+// trailing characters, overflow).
 bool parse_side(const std::string& digits, int& out) {
-    if (digits.empty() || digits.size() > 9) return false;
-    long value = 0;
-    for (char ch : digits) {
-        if (ch < '0' || ch > '9') return false;
-        value = value * 10 + (ch - '0');
-    }
+    int value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || digits[0] == '-' || ec != std::errc{} || end != digits.data() + digits.size()) return false;
     if (value < 1 || value > kMaxResolutionSide) return false;
-    out = static_cast<int>(value);
+    out = value;
     return true;
 }
 
