@@ -17,7 +17,7 @@
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/numeric.hpp"
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 
 namespace klab::cli {
@@ -79,11 +79,11 @@ ImageU8 apply_on_cpu(const ImageU8& image, const FilterSpec& spec, Border border
 }
 
 void run_apply(const ApplyOptions& o) {
-    // Parse everything before touching any file, so a typo costs nothing.
+    // Check everything that can be checked before the filtering starts, so a typo costs nothing.
     const FilterSpec spec = parse_filter_spec(o.filter);
     const Border border = parse_border(o.border);
     const Layout layout = parse_layout(o.layout);
-    const int threads = reference::resolve_threads(o.threads);
+    const int threads = resolve_threads(o.threads);
     (void)io::format_from_extension(o.output);
     if (o.backend == "gpu") {
         const DeviceQuery devices = query_devices();
@@ -98,6 +98,7 @@ void run_apply(const ApplyOptions& o) {
 
     ImageU8 image = io::read_image(o.input);
     const ImageShape input_shape = image.shape();
+    io::check_writable(o.output, spec.operation == Operation::sobel ? 1 : input_shape.channels);
     if (layout != Layout::aos) image = reference::to_layout(image, layout);
 
     const auto start = std::chrono::steady_clock::now();
@@ -131,7 +132,7 @@ void add_apply_command(CLI::App& app) {
                     "Border mode: constant[:V] (V 0..255, default 0), replicate, mirror (reflect-101), reflect, wrap")
         ->capture_default_str();
     cmd->add_option("--threads", o->threads, "CPU threads: 0 = one per hardware thread, 1 = sequential")
-        ->check(CLI::NonNegativeNumber)
+        ->check(CLI::Range(0, kMaxThreads))
         ->capture_default_str();
     cmd->add_option("IN", o->input, "Input image")->required()->check(CLI::ExistingFile);
     cmd->add_option("OUT", o->output, "Output image; its extension picks the format")->required();

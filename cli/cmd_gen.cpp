@@ -50,7 +50,7 @@ void write_one(const GenOptions& o) {
     }
     const std::uint64_t seed = parse_seed(o.seed);
     const std::filesystem::path path(o.out);
-    (void)io::format_from_extension(path);  // refuse a bad extension before spending time generating
+    io::check_writable(path, o.channels);  // refuse a bad path before spending time generating
     const ImageU8 image = synth::generate(pattern, res.width, res.height, o.channels, seed);
     io::write_image(path, image);
     fmt::print("wrote {} ({} {}x{}x{}, seed {})\n", path.string(), synth::to_string(pattern), res.width,

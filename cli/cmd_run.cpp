@@ -13,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
 #include "harness/mask.hpp"
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/synth.hpp"
 
@@ -53,7 +53,7 @@ void run_study(const RunOptions& o) {
     }
     fmt::print("Not built yet, so not run: GPU variants (kernels/), the autotuner, klab-bench and results/<gpu>/.\n\n");
 
-    const int threads = reference::resolve_threads(o.threads);
+    const int threads = resolve_threads(o.threads);
     std::vector<synth::Resolution> resolutions;
     for (const auto& s : o.sizes) resolutions.push_back(synth::parse_resolution(s));
     for (int k : o.mask_sizes) (void)masks::gaussian(k);  // refuse a bad size before any work
@@ -83,7 +83,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--mask-sizes", o->mask_sizes, "Gaussian sizes for the HD mask study (odd, 1..31)")
         ->capture_default_str();
     cmd->add_option("--threads", o->threads, "CPU threads of the multithreaded reference: 0 = all")
-        ->check(CLI::NonNegativeNumber)
+        ->check(CLI::Range(0, kMaxThreads))
         ->capture_default_str();
     cmd->callback([o] { run_study(*o); });
 }

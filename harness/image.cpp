@@ -23,6 +23,11 @@ void validate_shape(const ImageShape& shape) {
         throw Error(fmt::format("image size {}x{} is empty", shape.width, shape.height),
                     "width and height of at least 1");
     }
+    if (shape.width > kMaxImageSide || shape.height > kMaxImageSide ||
+        static_cast<std::int64_t>(shape.width) * shape.height > kMaxImagePixels) {
+        throw Error(fmt::format("image size {}x{} is too large", shape.width, shape.height),
+                    fmt::format("width and height up to {} and at most {} pixels in all", kMaxImageSide, kMaxImagePixels));
+    }
     if (shape.channels != 1 && shape.channels != 3 && shape.channels != 4) {
         throw Error(fmt::format("image has {} channels", shape.channels), "1 (gray), 3 (RGB), 4 (RGBA)");
     }

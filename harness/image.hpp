@@ -19,6 +19,11 @@ namespace klab {
 
 enum class Layout : std::uint8_t { aos, soa };
 
+// The largest image klab handles: sides up to 2^17 and at most 2^30 pixels (e.g. 32768 x 32768;
+// 8K is 2^25 pixels). Checked before any allocation, so an absurd size fails at once.
+inline constexpr int kMaxImageSide = 1 << 17;
+inline constexpr std::int64_t kMaxImagePixels = std::int64_t{1} << 30;
+
 const char* to_string(Layout layout);
 Layout parse_layout(const std::string& text);  // "aos" or "soa"
 
@@ -44,7 +49,8 @@ inline bool operator!=(const ImageShape& a, const ImageShape& b) { return !(a ==
 
 std::string to_string(const ImageShape& shape);  // "640x480x3 aos"
 
-// Throws klab::Error unless width, height >= 1 and channels is 1, 3 or 4.
+// Throws klab::Error unless 1 <= width, height <= kMaxImageSide, width*height <= kMaxImagePixels
+// and channels is 1, 3 or 4.
 void validate_shape(const ImageShape& shape);
 
 template <class T>

@@ -45,7 +45,10 @@ Mask::Mask(int width, int height, std::vector<float> coefficients, std::string n
 
 std::vector<double> gaussian_kernel_1d(int k, double sigma) {
     require_odd_side(k, "gaussian");
-    if (!std::isfinite(sigma)) throw Error(fmt::format("gaussian sigma {} is not finite", sigma), "a finite sigma; <= 0 picks OpenCV's default");
+    constexpr const char* kAllowedSigma = "a finite sigma of at least 0.001, or <= 0 for OpenCV's default";
+    if (!std::isfinite(sigma)) throw Error(fmt::format("gaussian sigma {} is not finite", sigma), kAllowedSigma);
+    // Below this, 2*sigma^2 can underflow and the kernel becomes 0/0; it is a delta long before.
+    if (sigma > 0.0 && sigma < 1e-3) throw Error(fmt::format("gaussian sigma {} is too small", sigma), kAllowedSigma);
     // OpenCV uses these exact tables when the caller leaves sigma to its default.
     static const std::vector<std::vector<double>> kBinomial = {
         {1.0}, {0.25, 0.5, 0.25}, {0.0625, 0.25, 0.375, 0.25, 0.0625},
@@ -78,7 +81,7 @@ Mask gaussian(int k, double sigma) {
     for (double gy : g) {
         for (double gx : g) c.push_back(static_cast<float>(gy * gx));
     }
-    return Mask(k, k, std::move(c), fmt::format("gauss{}", k));
+    return Mask(k, k, std::move(c), sigma > 0.0 ? fmt::format("gauss{}_s{:g}", k, sigma) : fmt::format("gauss{}", k));
 }
 
 Mask sharpen() { return Mask(3, 3, {0, -1, 0, -1, 5, -1, 0, -1, 0}, "sharpen"); }
@@ -100,7 +103,8 @@ Mask unsharp(int k, double sigma, double amount) {
             c.push_back(static_cast<float>((1.0 + amount) * identity - amount * g[j] * g[i]));
         }
     }
-    return Mask(k, k, std::move(c), fmt::format("unsharp{}", k));
+    return Mask(k, k, std::move(c),
+                sigma > 0.0 ? fmt::format("unsharp{}_s{:g}_a{:g}", k, sigma, amount) : fmt::format("unsharp{}_a{:g}", k, amount));
 }
 
 }  // namespace masks
@@ -113,8 +117,9 @@ Mask parse_mask(std::string_view text, const std::string& source) {
     int line_number = 0;
     while (std::getline(lines, line)) {
         ++line_number;
+        line = line.substr(0, line.find('#'));  // a comment runs to the end of the line
         const auto first = line.find_first_not_of(" \t\r");
-        if (first == std::string::npos || line[first] == '#') continue;
+        if (first == std::string::npos) continue;
         std::replace(line.begin(), line.end(), ',', ' ');
         std::replace(line.begin(), line.end(), '\t', ' ');
         std::replace(line.begin(), line.end(), '\r', ' ');
@@ -134,9 +139,11 @@ Mask parse_mask(std::string_view text, const std::string& source) {
             rest.remove_prefix(start);
             const auto length = std::min(rest.find(' '), rest.size());
             const std::string_view token = rest.substr(0, length);
+            // from_chars takes no leading '+'; a user may well write one.
+            const std::string_view digits = token.size() > 1 && token[0] == '+' ? token.substr(1) : token;
             double value = 0.0;
-            const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-            if (ec != std::errc{} || end != token.data() + token.size()) {
+            const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+            if (ec != std::errc{} || end != digits.data() + digits.size()) {
                 throw Error(fmt::format("{}:{}: '{}' is not a number", source, line_number, token),
                             "rows of decimal numbers separated by spaces or commas, '#' comments, one 'divisor: D' line");
             }

@@ -39,6 +39,7 @@ private:
 std::vector<double> gaussian_kernel_1d(int k, double sigma = 0.0);
 
 namespace masks {
+// Names: "box5", "gauss9", "gauss9_s2.5" (a sigma given), "unsharp5_s1_a1.5", "sharpen", ...
 Mask box(int k);                                  // k x k, every coefficient 1/k^2
 Mask gaussian(int k, double sigma = 0.0);         // outer product of gaussian_kernel_1d(k, sigma)
 Mask sharpen();                                   // [0 -1 0; -1 5 -1; 0 -1 0]
@@ -49,9 +50,9 @@ Mask sobel_x();                                   // [-1 0 1; -2 0 2; -1 0 1]: p
 Mask sobel_y();                                   // sobel_x transposed: positive where it brightens downwards
 }  // namespace masks
 
-// Parses a user mask. The text holds rows of numbers separated by spaces, tabs or commas; blank
-// lines and lines starting with '#' are ignored; one optional line "divisor: D" divides every
-// coefficient by D. Errors name `source` and the line.
+// Parses a user mask. The text holds rows of numbers separated by spaces, tabs or commas; '#'
+// starts a comment that runs to the end of its line; blank lines are ignored; one optional line
+// "divisor: D" divides every coefficient by D. Errors name `source` and the line.
 Mask parse_mask(std::string_view text, const std::string& source);
 Mask read_mask_file(const std::filesystem::path& path);
 

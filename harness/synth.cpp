@@ -4,11 +4,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <thread>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
+#include "harness/parallel.hpp"
 
 namespace klab::synth {
 
@@ -278,22 +279,9 @@ Shape make_triangle(int apex_x, int apex_y, int base_y, int half_base, Rgb colou
 
 // Runs body(y_begin, y_end) over bands of rows on up to `threads` threads. Every row is computed
 // from (seed, x, y) alone, so the split never changes the result.
-template <class Body>
-void for_row_bands(int height, unsigned threads, const Body& body) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+void for_row_bands(int height, int threads, const std::function<void(int, int)>& body) {
     // Bands of at least 16 rows: tiny images are not worth a thread.
-    threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max(1, height / 16)));
-    if (threads <= 1) {
-        body(0, height);
-        return;
-    }
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-        const int begin = static_cast<int>(static_cast<std::int64_t>(height) * t / threads);
-        const int end = static_cast<int>(static_cast<std::int64_t>(height) * (t + 1) / threads);
-        pool.emplace_back([&body, begin, end] { body(begin, end); });
-    }
-    for (std::thread& th : pool) th.join();
+    parallel_for(height, std::min(resolve_threads(threads), std::max(1, height / 16)), body);
 }
 
 // Writes one RGB row (ints, any range) into row y of an AoS image of 1, 3 or 4 channels.
@@ -325,7 +313,7 @@ inline std::uint8_t ramp(int i, int n) {
     return static_cast<std::uint8_t>((static_cast<std::int64_t>(i) * 510 + (n - 1)) / (2 * (n - 1)));
 }
 
-void gradient(ImageU8& image, unsigned threads) {
+void gradient(ImageU8& image, int threads) {
     const int w = image.width(), h = image.height(), ch = image.channels();
     // Ramps as tables: one division per entry instead of three per pixel.
     std::vector<std::uint8_t> horizontal(static_cast<std::size_t>(w)), diagonal(static_cast<std::size_t>(w + h - 1));
@@ -348,7 +336,7 @@ void gradient(ImageU8& image, unsigned threads) {
     });
 }
 
-void checkerboard(ImageU8& image, unsigned threads) {
+void checkerboard(ImageU8& image, int threads) {
     const int w = image.width(), h = image.height(), ch = image.channels();
     const int side = checker_square_side(w, h);
     for_row_bands(h, threads, [&](int y0, int y1) {
@@ -369,7 +357,7 @@ void checkerboard(ImageU8& image, unsigned threads) {
     });
 }
 
-void noise(ImageU8& image, std::uint64_t seed, unsigned threads) {
+void noise(ImageU8& image, std::uint64_t seed, int threads) {
     const int w = image.width(), h = image.height(), ch = image.channels();
     const std::uint64_t key = stream_key(seed, kNoiseStream);
     const int colour_channels = ch == 4 ? 3 : ch;
@@ -529,7 +517,7 @@ Scene build_scene(int width, int height, std::uint64_t seed) {
     return s;
 }
 
-void natural(ImageU8& image, std::uint64_t seed, unsigned threads) {
+void natural(ImageU8& image, std::uint64_t seed, int threads) {
     const int w = image.width(), h = image.height();
     const Scene scene = build_scene(w, h, seed);
     // One 2-D field serves clouds, mountain shading and meadow patches (they never overlap);
@@ -606,7 +594,7 @@ void natural(ImageU8& image, std::uint64_t seed, unsigned threads) {
 
 }  // namespace
 
-ImageU8 generate(Pattern pattern, int width, int height, int channels, std::uint64_t seed, unsigned threads) {
+ImageU8 generate(Pattern pattern, int width, int height, int channels, std::uint64_t seed, int threads) {
     if (width < 1 || height < 1 || width > kMaxResolutionSide || height > kMaxResolutionSide) {
         throw Error(fmt::format("synthetic image size {}x{}", width, height),
                     fmt::format("width and height from 1 to {}", kMaxResolutionSide));

@@ -52,6 +52,6 @@ int checker_square_side(int width, int height);
 // `threads` = 0 uses every hardware thread; the result never depends on it.
 // Throws klab::Error for an empty size or a channel count other than 1, 3, 4.
 ImageU8 generate(Pattern pattern, int width, int height, int channels, std::uint64_t seed = 1,
-                 unsigned threads = 0);
+                 int threads = 0);
 
 }  // namespace klab::synth

@@ -165,7 +165,10 @@ void write_image(const fs::path& path, const ImageU8& image, const WriteOptions&
     write_file_atomically(path, bytes);
 }
 
-void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+namespace {
+
+// Throws unless `path` names a file in an existing, writable directory; returns that directory.
+fs::path check_target_directory(const fs::path& path) {
     const std::string target_name = path.filename().string();
     if (target_name.empty() || target_name == "." || target_name == "..") {
         throw Error(fmt::format("cannot write '{}': the path does not end in a file name", path.string()),
@@ -187,6 +190,25 @@ void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>
         throw Error(fmt::format("cannot write '{}': '{}' is not a directory", path.string(), dir.string()),
                     "a path in an existing, writable directory");
     }
+    if (::access(dir.c_str(), W_OK) != 0) {
+        throw Error(fmt::format("cannot write '{}': directory '{}' is not writable: {}", path.string(), dir.string(),
+                                os_reason(errno)),
+                    "a path in an existing, writable directory");
+    }
+    return dir;
+}
+
+}  // namespace
+
+void check_writable(const fs::path& path, int channels) {
+    // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
+    (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
+    (void)check_target_directory(path);
+}
+
+void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+    const std::string target_name = path.filename().string();
+    const fs::path dir = check_target_directory(path);
 
     TempFile temp(dir, target_name, path);
     const auto fail = [&](const std::string& what, int error_number) {
@@ -208,6 +230,7 @@ void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>
     if (::fsync(temp.fd()) != 0) throw fail("flushing the temporary file", errno);
     if (const int error_number = temp.close(); error_number != 0)
         throw fail("closing the temporary file", error_number);
+    std::error_code ec;
     fs::rename(temp.path(), path, ec);
     if (ec) {
         throw Error(fmt::format("cannot write '{}': renaming the temporary file '{}' onto it failed: {}", path.string(),

@@ -18,10 +18,9 @@
 
 namespace klab::io {
 
-// The largest image klab reads or writes: 2^30 pixels (e.g. 32768 x 32768). 8K is 2^25 pixels.
-inline constexpr std::int64_t kMaxPixels = std::int64_t{1} << 30;
-// The longest side klab reads or writes.
-inline constexpr int kMaxSide = 1 << 17;
+// The largest image klab reads or writes is the image model's limit (harness/image.hpp).
+inline constexpr std::int64_t kMaxPixels = kMaxImagePixels;
+inline constexpr int kMaxSide = kMaxImageSide;
 
 enum class ImageFormat { png, jpeg, pnm };
 
@@ -41,6 +40,11 @@ void write_image(const std::filesystem::path& path, const ImageU8& image, const 
 ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name);
 std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format, const std::string& name,
                                        const WriteOptions& options = {});
+
+// Throws the error write_image would throw for an image of `channels` channels at `path` (an
+// unknown extension, a format that cannot hold that many channels, a missing or read-only
+// directory) without writing anything, so that a long computation can fail before it starts.
+void check_writable(const std::filesystem::path& path, int channels);
 
 // Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto
 // `path`. On any failure the temporary file is removed and klab::Error is thrown.

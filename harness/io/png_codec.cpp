@@ -1,10 +1,14 @@
 // PNG through libpng's simplified API (png_image_*): it reports errors in png_image::message
 // instead of longjmp-ing, and does the palette / gray+alpha expansion for us.
 //
-// Read: 8-bit (or fewer) gray -> 1 channel, RGB and RGB palette -> 3, anything with alpha (gray+alpha,
+// Read: the stored sample values, whatever colour space the file declares (gAMA, cHRM, iCCP, sRGB
+// and cICP chunks are ignored). 8-bit (or fewer) gray -> 1 channel, RGB and RGB palette -> 3, anything with alpha (gray+alpha,
 // RGBA, palette or gray/RGB with tRNS) -> 4 (RGBA, not premultiplied). 16-bit files are refused.
 // Write: 1 (gray), 3 (RGB) or 4 (RGBA) channels, 8-bit.
 #include <png.h>
+
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,9 +29,35 @@ struct PngImage {
 
 const char* png_message(const png_image& image) { return image.message[0] != '\0' ? image.message : "no details"; }
 
+// The simplified API converts samples whenever a file declares a colour space other than sRGB
+// (a gAMA of 1.0, an ICC profile, ...): a pixel stored as 64 would come back as 136. klab filters
+// the stored values, so these ancillary chunks are dropped before decoding. A malformed chunk
+// list is passed on unchanged from that point, for libpng to report.
+std::vector<std::uint8_t> without_colour_space_chunks(const std::vector<std::uint8_t>& bytes) {
+    constexpr std::size_t kSignature = 8;
+    if (bytes.size() < kSignature) return bytes;
+    std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + kSignature);
+    std::size_t at = kSignature;
+    while (at + 12 <= bytes.size()) {
+        const std::size_t length = (std::size_t{bytes[at]} << 24) | (std::size_t{bytes[at + 1]} << 16) |
+                                   (std::size_t{bytes[at + 2]} << 8) | std::size_t{bytes[at + 3]};
+        const std::size_t chunk_size = 12 + length;  // length, type, data, CRC
+        if (length > bytes.size() || at + chunk_size > bytes.size()) break;
+        const std::string type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
+        if (type != "gAMA" && type != "cHRM" && type != "iCCP" && type != "sRGB" && type != "cICP") {
+            out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                       bytes.begin() + static_cast<std::ptrdiff_t>(at + chunk_size));
+        }
+        at += chunk_size;
+    }
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.end());
+    return out;
+}
+
 }  // namespace
 
-ImageU8 decode_png(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::string& name) {
+    const std::vector<std::uint8_t> bytes = without_colour_space_chunks(file_bytes);
     PngImage png;
     // Reads the chunks before the pixel data: size and format, nothing allocated for pixels yet.
     if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size())) {

@@ -6,7 +6,7 @@
 #include "harness/error.hpp"
 #include "harness/numeric.hpp"
 #include "harness/reference/border_table.hpp"
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 
 namespace klab::reference {
@@ -16,6 +16,9 @@ void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, con
     if (in.shape != out.shape) {
         throw Error(fmt::format("convolve from a {} image into a {} image", to_string(in.shape), to_string(out.shape)),
                     "an output of the input's shape and layout");
+    }
+    if (static_cast<const void*>(in.data) == static_cast<const void*>(out.data)) {
+        throw Error("convolve in place (input and output share memory)", "distinct input and output images");
     }
     const ImageShape shape = in.shape;
     const int rx = mask.radius_x();

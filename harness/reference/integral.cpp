@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 
 namespace klab::reference {

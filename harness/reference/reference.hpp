@@ -17,7 +17,8 @@ namespace klab::reference {
 using Progress = std::function<void(int rows_done, int rows_total)>;
 
 // Correlation with `mask`: out(x,y,c) = saturate_round_u8(sum m(i,j) * in(x+i-rx, y+j-ry, c)),
-// accumulated in double. `in` and `out` have the same shape (any layout, any pitch).
+// accumulated in double. `in` and `out` have the same shape (any layout, any pitch) and are
+// distinct images (in-place is refused).
 void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, const Mask& mask, Border border,
               int threads = 1, const Progress& progress = {});
 ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads = 1, const Progress& progress = {});

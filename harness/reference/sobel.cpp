@@ -2,7 +2,7 @@
 
 #include "harness/numeric.hpp"
 #include "harness/reference/border_table.hpp"
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 
 #include <fmt/format.h>

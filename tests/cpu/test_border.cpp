@@ -133,6 +133,39 @@ TEST_F(SeedPadding, ConstantNonZero) {
     EXPECT_EQ(padded.at(4, 2, 0), 7);
     EXPECT_EQ(padded.at(1, 1, 0), 165);
 }
+// Two pixels of padding tell reflect (edge repeated) from replicate and mirror: a row "a b c"
+// becomes "b a | a b c | c b" under reflect and "c b | a b c | b a" under mirror.
+TEST_F(SeedPadding, ReflectByTwo) {
+    EXPECT_EQ(test::values(reference::pad(image, 2, 2, {BorderMode::reflect, 0})),
+              (std::vector<int>{144, 222, 222, 144, 199, 199, 144,  //
+                                95,  165, 165, 95,  215, 215, 95,   //
+                                95,  165, 165, 95,  215, 215, 95,   //
+                                144, 222, 222, 144, 199, 199, 144,  //
+                                172, 255, 255, 172, 83,  83,  172,  //
+                                172, 255, 255, 172, 83,  83,  172,  //
+                                144, 222, 222, 144, 199, 199, 144}));
+}
+TEST_F(SeedPadding, MirrorByTwo) {
+    EXPECT_EQ(test::values(reference::pad(image, 2, 2, {BorderMode::mirror, 0})),
+              (std::vector<int>{83,  172, 255, 172, 83,  172, 255,  //
+                                199, 144, 222, 144, 199, 144, 222,  //
+                                215, 95,  165, 95,  215, 95,  165,  //
+                                199, 144, 222, 144, 199, 144, 222,  //
+                                83,  172, 255, 172, 83,  172, 255,  //
+                                199, 144, 222, 144, 199, 144, 222,  //
+                                215, 95,  165, 95,  215, 95,  165}));
+}
+TEST_F(SeedPadding, WrapByTwo) {
+    EXPECT_EQ(test::values(reference::pad(image, 2, 2, {BorderMode::wrap, 0})),
+              (std::vector<int>{144, 199, 222, 144, 199, 222, 144,  //
+                                172, 83,  255, 172, 83,  255, 172,  //
+                                95,  215, 165, 95,  215, 165, 95,   //
+                                144, 199, 222, 144, 199, 222, 144,  //
+                                172, 83,  255, 172, 83,  255, 172,  //
+                                95,  215, 165, 95,  215, 165, 95,   //
+                                144, 199, 222, 144, 199, 222, 144}));
+}
+
 // The seed's three printed tables are the top-left 4x4 corners; check them as printed.
 TEST_F(SeedPadding, SeedTablesAsPrinted) {
     const auto corner = [&](Border border) {

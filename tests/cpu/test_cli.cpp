@@ -56,7 +56,23 @@ TEST_F(Cli, WrongArgumentsNameThemselvesAndWhatIsAllowed) {
     expect_failure("apply --backend gpu --filter box:3 " + input + " " + out, "no GPU variant is registered");
     expect_failure("apply " + input + " " + out, "--filter is required");
     expect_failure("frobnicate", "frobnicate");
+    expect_failure("apply --threads 5000 --filter box:3 " + input + " " + out, "--threads");
+    expect_failure("apply --filter box:3 " + input + " " + (dir / "no-such-dir" / "out.png").string(),
+                   "directory '" + (dir / "no-such-dir").string() + "' does not exist");
     EXPECT_FALSE(fs::exists(out)) << "a failed apply must not write its output";
+}
+
+// Output problems are found before the (possibly long) filtering starts, and nothing is written.
+TEST_F(Cli, OutputThatCannotHoldTheResultIsRefusedUpFront) {
+    const std::string rgba = (dir / "rgba.png").string();
+    io::write_image(rgba, test::random_image({9, 9, 4, Layout::aos}, 4));
+    const std::string jpeg = (dir / "out.jpg").string();
+    expect_failure("apply --filter box:3 " + rgba + " " + jpeg, "JPEG cannot store an image with 4 channels");
+    EXPECT_FALSE(fs::exists(jpeg));
+    // Sobel makes one channel, which a PGM holds.
+    const std::string pgm = (dir / "edges.pgm").string();
+    EXPECT_EQ(klab_cli("apply --filter sobel " + rgba + " " + pgm).exit_code, 0);
+    EXPECT_TRUE(fs::exists(pgm));
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {

@@ -317,6 +317,30 @@ TEST_F(IoFixtures, PalettePngExpandsToRgb) {
     EXPECT_EQ(test::values(image), (std::vector<int>{255, 0, 0, 0, 128, 255, 7, 8, 9}));
 }
 
+// A PNG that declares a colour space (here gAMA 1.0, i.e. linear) still reads back the stored
+// values: libpng's simplified API would otherwise turn 64 into 136.
+TEST_F(IoFixtures, PngGammaAndColourChunksDoNotChangeTheStoredValues) {
+    const ImageU8 source = test::gray_image(4, 1, {0, 64, 128, 200});
+    const Bytes plain = io::encode_image(source, io::ImageFormat::png, "x");
+    // Insert gAMA (gamma 1.0 = 100000) and an sRGB chunk right after IHDR (8 + 25 bytes in).
+    Bytes chunks;
+    const auto add_chunk = [&](const char* type, const Bytes& data) {
+        Bytes chunk(8 + data.size() + 4);
+        put_be32(chunk, 0, static_cast<std::uint32_t>(data.size()));
+        std::copy(type, type + 4, chunk.begin() + 4);
+        std::copy(data.begin(), data.end(), chunk.begin() + 8);
+        put_be32(chunk, 8 + data.size(), crc32(chunk.data() + 4, 4 + data.size()));
+        chunks.insert(chunks.end(), chunk.begin(), chunk.end());
+    };
+    add_chunk("gAMA", Bytes{0x00, 0x01, 0x86, 0xA0});
+    add_chunk("cHRM", Bytes(32, 0x01));
+    Bytes tagged(plain.begin(), plain.begin() + 33);
+    tagged.insert(tagged.end(), chunks.begin(), chunks.end());
+    tagged.insert(tagged.end(), plain.begin() + 33, plain.end());
+    write_bytes(dir_ / "gamma.png", tagged);
+    EXPECT_EQ(test::values(io::read_image(dir_ / "gamma.png")), (std::vector<int>{0, 64, 128, 200}));
+}
+
 TEST_F(IoFixtures, GrayJpegQuality100IsWithinOneOfItsSource) {
     const ImageU8 image = io::read_image(kFixtures / "gray_8x8.jpg");
     EXPECT_EQ(image.shape(), (ImageShape{8, 8, 1, Layout::aos}));

@@ -5,6 +5,9 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <string>
+
+#include <unistd.h>
 
 #include "harness/filter_spec.hpp"
 #include "harness/mask.hpp"
@@ -26,13 +29,15 @@ TEST(MaskFactories, GaussianDefaultSigmaFollowsOpenCv) {
     // k <= 7 with the default sigma: OpenCV's fixed binomial tables.
     EXPECT_EQ(gaussian_kernel_1d(3), (std::vector<double>{0.25, 0.5, 0.25}));
     EXPECT_EQ(gaussian_kernel_1d(5), (std::vector<double>{0.0625, 0.25, 0.375, 0.25, 0.0625}));
-    // k = 9: sigma = 0.3*((9-1)*0.5 - 1) + 0.8 = 1.7.
+    EXPECT_EQ(gaussian_kernel_1d(7), (std::vector<double>{0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125}));
+    // k = 9: sigma = 0.3*((9-1)*0.5 - 1) + 0.8 = 1.7, the values OpenCV's getGaussianKernel(9, 0) returns.
+    const std::vector<double> expected = {0.0148394538, 0.0498172892, 0.1183225062, 0.1988289965, 0.2363835085,
+                                          0.1988289965, 0.1183225062, 0.0498172892, 0.0148394538};
     const std::vector<double> g9 = gaussian_kernel_1d(9);
-    const std::vector<double> g9_explicit = gaussian_kernel_1d(9, 1.7);
-    for (std::size_t i = 0; i < g9.size(); ++i) EXPECT_DOUBLE_EQ(g9[i], g9_explicit[i]);
-    // Symmetric, peaked in the middle.
-    EXPECT_DOUBLE_EQ(g9[0], g9[8]);
-    EXPECT_GT(g9[4], g9[3]);
+    ASSERT_EQ(g9.size(), expected.size());
+    for (std::size_t i = 0; i < g9.size(); ++i) EXPECT_NEAR(g9[i], expected[i], 1e-10) << i;
+    // An explicit sigma bypasses the binomial tables even for k <= 7.
+    EXPECT_NE(gaussian_kernel_1d(3, 0.5), gaussian_kernel_1d(3));
     // 3x3 gaussian is (1 2 1)^T (1 2 1) / 16.
     const Mask m = masks::gaussian(3);
     EXPECT_FLOAT_EQ(m.at(0, 0), 1.0f / 16);
@@ -69,6 +74,16 @@ TEST(MaskFactories, RejectBadSizesWithTheirOwnMessage) {
     test::expect_error([] { Mask(1, 1, {std::numeric_limits<float>::quiet_NaN()}); }, "is nan; allowed: finite");
     test::expect_error([] { Mask(1, 3, {0, std::numeric_limits<float>::infinity(), 0}); }, "row 2, column 1 is inf");
     test::expect_error([] { masks::unsharp(3, 0.0, -1.0); }, "unsharp amount -1");
+    test::expect_error([] { masks::gaussian(3, 1e-200); }, "gaussian sigma 1e-200 is too small; allowed: a finite sigma");
+    test::expect_error([] { masks::gaussian(3, std::numeric_limits<double>::infinity()); }, "gaussian sigma inf is not finite");
+}
+
+TEST(MaskFactories, NamesTellMasksApart) {
+    EXPECT_EQ(masks::gaussian(9).name(), "gauss9");
+    EXPECT_EQ(masks::gaussian(9, 2.5).name(), "gauss9_s2.5");
+    EXPECT_EQ(masks::unsharp(5, 1.0, 1.5).name(), "unsharp5_s1_a1.5");
+    EXPECT_EQ(masks::unsharp(5, 0.0, 1.0).name(), "unsharp5_a1");
+    EXPECT_EQ(masks::box(3).name(), "box3");
 }
 
 TEST(MaskParser, ReadsRowsCommentsCommasAndDivisor) {
@@ -77,6 +92,8 @@ TEST(MaskParser, ReadsRowsCommentsCommasAndDivisor) {
     EXPECT_EQ(m.height(), 3);
     EXPECT_FLOAT_EQ(m.at(1, 1), 0.25f);
     EXPECT_FLOAT_EQ(m.at(0, 2), 1.0f / 16);
+    const Mask commented = parse_mask("+1 -2 +1   # a second derivative\n", "c.txt");
+    EXPECT_EQ(commented.coefficients(), (std::vector<float>{1, -2, 1}));
     const Mask tall = parse_mask("1\n-2.5\n1e-1\n", "tall");
     EXPECT_EQ(tall.width(), 1);
     EXPECT_EQ(tall.height(), 3);
@@ -101,7 +118,7 @@ TEST(MaskParser, RejectsEachBadInputWithItsOwnMessage) {
 }
 
 TEST(MaskParser, ReadsAFile) {
-    const auto path = std::filesystem::temp_directory_path() / "klab_test_mask.txt";
+    const auto path = std::filesystem::temp_directory_path() / ("klab_test_mask_" + std::to_string(getpid()) + ".txt");
     {
         std::ofstream f(path);
         f << "0 1 0\n1 -4 1\n0 1 0\n";

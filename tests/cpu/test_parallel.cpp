@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "harness/reference/parallel.hpp"
+#include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 #include "test_util.hpp"
 
@@ -13,14 +13,15 @@ namespace {
 TEST(Parallel, ChunksCoverEveryIndexOnceAndErrorsPropagate) {
     for (int threads : {1, 2, 3, 8, 64}) {
         std::vector<std::atomic<int>> hits(37);
-        reference::parallel_for(37, threads, [&](int begin, int end) {
+        parallel_for(37, threads, [&](int begin, int end) {
             for (int i = begin; i < end; ++i) ++hits[static_cast<std::size_t>(i)];
         });
         for (auto& h : hits) EXPECT_EQ(h.load(), 1);
     }
-    test::expect_error([] { reference::parallel_for(10, 4, [](int, int) { throw Error("boom"); }); }, "boom");
-    test::expect_error([] { reference::resolve_threads(-1); }, "thread count -1");
-    EXPECT_GE(reference::resolve_threads(0), 1);
+    test::expect_error([] { parallel_for(10, 4, [](int, int) { throw Error("boom"); }); }, "boom");
+    test::expect_error([] { resolve_threads(-1); }, "thread count -1");
+    test::expect_error([] { resolve_threads(kMaxThreads + 1); }, "or 1 to 1024");
+    EXPECT_GE(resolve_threads(0), 1);
 }
 
 TEST(Parallel, EveryOperationIsBitIdenticalToTheSequentialPath) {

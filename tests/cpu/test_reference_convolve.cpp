@@ -177,6 +177,8 @@ TEST(ReferenceConvolve, RefusesMismatchedShapes) {
     ImageU8 out(4, 4, 1);
     test::expect_error([&] { reference::convolve(in.view(), out.view(), masks::box(3), {}); },
                        "convolve from a 4x4x3 aos image into a 4x4x1 aos image");
+    ImageU8 same(4, 4, 3);
+    test::expect_error([&] { reference::convolve(same.view(), same.view(), masks::box(3), {}); }, "convolve in place");
 }
 
 }  // namespace

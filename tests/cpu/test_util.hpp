@@ -32,7 +32,7 @@ inline ImageU8 gray_image(int width, int height, const std::vector<int>& values)
     return image;
 }
 
-// Every value in x-fastest, then channel, then y order... as ints: (y, x, c) order.
+// Every value, row by row, pixel by pixel, channel by channel: (y, x, c) order.
 template <class T>
 std::vector<long long> values_of(const HostImage<T>& image) {
     std::vector<long long> out;

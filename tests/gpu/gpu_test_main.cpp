@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     klab::test::executable_path = argv[0];
     ::testing::InitGoogleTest(&argc, argv);
     // Listing tests (CTest's discovery) must not touch the device.
-    if (!::testing::GTEST_FLAG(list_tests)) {
+    if (!GTEST_FLAG_GET(list_tests)) {
         ::testing::UnitTest::GetInstance()->listeners().Append(new CudaHygieneListener(klab::cuda_device_available()));
     }
     return RUN_ALL_TESTS();
