@@ -1,10 +1,9 @@
 // klab apply: filter an image file. The CPU backend runs the reference; the GPU backend runs a
 // registered variant (none is registered yet, so it says so).
-#include <algorithm>
-#include <mutex>
+#include <chrono>
 #include <cstdio>
 #include <memory>
-#include <chrono>
+#include <mutex>
 #include <string>
 
 #include <fmt/format.h>

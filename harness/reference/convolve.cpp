@@ -5,8 +5,8 @@
 
 #include "harness/error.hpp"
 #include "harness/numeric.hpp"
-#include "harness/reference/border_table.hpp"
 #include "harness/parallel.hpp"
+#include "harness/reference/border_table.hpp"
 #include "harness/reference/reference.hpp"
 
 namespace klab::reference {

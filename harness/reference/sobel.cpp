@@ -1,13 +1,12 @@
 #include <cmath>
 
-#include "harness/numeric.hpp"
-#include "harness/reference/border_table.hpp"
-#include "harness/parallel.hpp"
-#include "harness/reference/reference.hpp"
-
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
+#include "harness/numeric.hpp"
+#include "harness/parallel.hpp"
+#include "harness/reference/border_table.hpp"
+#include "harness/reference/reference.hpp"
 
 namespace klab::reference {
 
