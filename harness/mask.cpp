@@ -117,7 +117,7 @@ Mask parse_mask(std::string_view text, const std::string& source) {
     int line_number = 0;
     while (std::getline(lines, line)) {
         ++line_number;
-        line = line.substr(0, line.find('#'));  // a comment runs to the end of the line
+        if (const auto comment = line.find('#'); comment != std::string::npos) line.resize(comment);  // to the end of the line
         const auto first = line.find_first_not_of(" \t\r");
         if (first == std::string::npos) continue;
         std::replace(line.begin(), line.end(), ',', ' ');

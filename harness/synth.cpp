@@ -152,13 +152,13 @@ constexpr int kMaxOctaves = 8;
 class NoiseField {
 public:
     NoiseField(std::uint64_t key, int width, int height, int cells_x, int cells_y, int octaves)
-        : key_(key), width_(width), octaves_(octaves) {
+        : key_(key), width_(width), octaves_(std::clamp(octaves, 1, kMaxOctaves)) {
         const std::int64_t side = std::min(width, height);
         std::uint32_t weight_sum = 0;
-        for (int o = 0; o < octaves; ++o) {
+        for (int o = 0; o < octaves_; ++o) {
             step_x_[o] = (static_cast<std::int64_t>(cells_x) << (32 + o)) / side;
             step_y_[o] = (static_cast<std::int64_t>(cells_y) << (32 + o)) / side;
-            weight_[o] = 1u << (octaves - 1 - o);  // each octave half as strong as the last
+            weight_[o] = 1u << (octaves_ - 1 - o);  // each octave half as strong as the last
             weight_sum += weight_[o];
         }
         recip_ = (std::uint64_t{1} << 32) / weight_sum;
