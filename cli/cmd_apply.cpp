@@ -83,7 +83,6 @@ void run_apply(const ApplyOptions& o) {
     const Border border = parse_border(o.border);
     const Layout layout = parse_layout(o.layout);
     const int threads = resolve_threads(o.threads);
-    (void)io::format_from_extension(o.output);
     if (o.backend == "gpu") {
         const DeviceQuery devices = query_devices();
         throw Error(fmt::format("--backend gpu: no GPU variant is registered in this build{}",

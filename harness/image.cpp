@@ -18,16 +18,20 @@ std::string to_string(const ImageShape& shape) {
     return fmt::format("{}x{}x{} {}", shape.width, shape.height, shape.channels, to_string(shape.layout));
 }
 
-void validate_shape(const ImageShape& shape) {
-    if (shape.width < 1 || shape.height < 1) {
-        throw Error(fmt::format("image size {}x{} is empty", shape.width, shape.height),
-                    "width and height of at least 1");
+void validate_size(std::int64_t width, std::int64_t height, const std::string& context) {
+    const std::string prefix = context.empty() ? std::string() : context + ": ";
+    if (width < 1 || height < 1) {
+        throw Error(fmt::format("{}image size {}x{} is empty", prefix, width, height), "width and height of at least 1");
     }
-    if (shape.width > kMaxImageSide || shape.height > kMaxImageSide ||
-        static_cast<std::int64_t>(shape.width) * shape.height > kMaxImagePixels) {
-        throw Error(fmt::format("image size {}x{} is too large", shape.width, shape.height),
+    // Compare sides first: with both sides <= 2^17 the product cannot overflow.
+    if (width > kMaxImageSide || height > kMaxImageSide || width * height > kMaxImagePixels) {
+        throw Error(fmt::format("{}image size {}x{} exceeds klab's size limit", prefix, width, height),
                     fmt::format("width and height up to {} and at most {} pixels in all", kMaxImageSide, kMaxImagePixels));
     }
+}
+
+void validate_shape(const ImageShape& shape) {
+    validate_size(shape.width, shape.height);
     if (shape.channels != 1 && shape.channels != 3 && shape.channels != 4) {
         throw Error(fmt::format("image has {} channels", shape.channels), "1 (gray), 3 (RGB), 4 (RGBA)");
     }

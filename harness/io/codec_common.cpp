@@ -3,27 +3,14 @@
 
 #include "harness/error.hpp"
 #include "harness/io/image_codec.hpp"
-#include "harness/io/image_io.hpp"
 
 namespace klab::io::detail {
 
-void check_image_size(std::int64_t width, std::int64_t height, const std::string& name) {
-    if (width < 1 || height < 1) {
-        throw Error(fmt::format("{}: image size {}x{} is empty", name, width, height),
-                    "width and height of at least 1");
-    }
-    // Compare sides first: with both sides <= 2^17 the product cannot overflow.
-    if (width > kMaxSide || height > kMaxSide || width * height > kMaxPixels) {
-        throw Error(fmt::format("{}: image size {}x{} exceeds klab's size limit", name, width, height),
-                    fmt::format("width and height up to {} and at most {} pixels in all", kMaxSide, kMaxPixels));
-    }
-}
-
 void check_image_to_encode(const ImageU8& image, const std::string& name) {
+    // A constructed image is within the size limits already; only a default-constructed one is not.
     if (image.empty()) {
         throw Error(fmt::format("{}: the image to write holds no pixels", name), "an image of at least 1x1 pixels");
     }
-    check_image_size(image.width(), image.height(), name);
 }
 
 std::vector<std::uint8_t> packed_interleaved(const ImageU8& image) {

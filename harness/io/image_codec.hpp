@@ -9,11 +9,10 @@
 
 namespace klab::io::detail {
 
-// Throws unless width and height are at least 1, no side exceeds kMaxSide and width*height does
-// not exceed kMaxPixels. Decoders call it with the header's size, before allocating pixels.
-void check_image_size(std::int64_t width, std::int64_t height, const std::string& name);
+// Decoders check the header's size with validate_size(width, height, name) (harness/image.hpp)
+// before allocating pixels.
 
-// Throws unless `image` holds pixels (a default-constructed HostImage does not) within the limits.
+// Throws unless `image` holds pixels (a default-constructed HostImage does not).
 void check_image_to_encode(const ImageU8& image, const std::string& name);
 
 // The pixels of `image` (any layout and pitch) as tightly packed interleaved rows, which is what

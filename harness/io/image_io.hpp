@@ -4,7 +4,7 @@
 //
 // Reading picks the decoder from the file's first bytes, not its name. Every image comes back as
 // 8-bit AoS with 1 (gray), 3 (RGB) or 4 (RGBA) channels. A file that is malformed, truncated, too
-// large (see kMaxPixels) or of an unsupported kind (16-bit samples, CMYK JPEG, ...) is refused with
+// large (kMaxImagePixels, harness/image.hpp) or of an unsupported kind (16-bit samples, CMYK JPEG, ...) is refused with
 // a klab::Error that names the file and the problem.
 //
 // Writing picks the encoder from the extension (.png, .jpg/.jpeg, .pgm/.ppm/.pnm), encodes into
@@ -17,10 +17,6 @@
 #include "harness/image.hpp"
 
 namespace klab::io {
-
-// The largest image klab reads or writes is the image model's limit (harness/image.hpp).
-inline constexpr std::int64_t kMaxPixels = kMaxImagePixels;
-inline constexpr int kMaxSide = kMaxImageSide;
 
 enum class ImageFormat { png, jpeg, pnm };
 

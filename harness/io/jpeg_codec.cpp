@@ -199,7 +199,7 @@ ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& n
                         "gray or RGB (YCbCr) JPEG");
     }
     // No scaling is requested, so the output size is the header's size.
-    check_image_size(jpeg.cinfo.image_width, jpeg.cinfo.image_height, name);
+    validate_size(jpeg.cinfo.image_width, jpeg.cinfo.image_height, name);
     ImageU8 image(static_cast<int>(jpeg.cinfo.image_width), static_cast<int>(jpeg.cinfo.image_height), channels);
     if (!read_jpeg_pixels(&jpeg.cinfo, &jpeg.manager, image.data(), image.pitch_bytes())) {
         throw Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, jpeg.manager.message),

@@ -69,7 +69,7 @@ ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::strin
         throw Error(fmt::format("{}: 16-bit samples are not supported", name),
                     "8-bit gray, gray+alpha, RGB, RGBA or palette PNG");
     }
-    check_image_size(png.image.width, png.image.height, name);
+    validate_size(png.image.width, png.image.height, name);
 
     // Ask for the file's own channels so that nothing is composited or converted; gray+alpha
     // becomes RGBA because klab images have 1, 3 or 4 channels.

@@ -92,7 +92,7 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
     const std::int64_t width = parser.number("width");
     const std::int64_t height = parser.number("height");
     const std::int64_t maxval = parser.number("maxval");
-    check_image_size(width, height, name);
+    validate_size(width, height, name);
     if (maxval > 255 && maxval <= 65535) {
         throw Error(fmt::format("{}: 16-bit PNM samples (maxval {}) are not supported", name, maxval),
                     "maxval 1 to 255 (8-bit samples)");

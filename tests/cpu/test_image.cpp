@@ -31,7 +31,7 @@ TEST(Image, RejectsBadShapesWithTheirOwnMessage) {
     test::expect_error([] { HostImage<std::uint32_t>(5, 5, 1, Layout::aos, 22); }, "a multiple of 4 that is at least 20");
     test::expect_error([] { parse_layout("planar"); }, "unknown layout 'planar'");
     // Refused before any allocation: 2^30 pixels is the limit.
-    test::expect_error([] { ImageU8(40000, 40000, 3); }, "image size 40000x40000 is too large");
+    test::expect_error([] { ImageU8(40000, 40000, 3); }, "image size 40000x40000 exceeds klab's size limit");
     test::expect_error([] { ImageU8(200000, 1, 1); }, "width and height up to 131072");
 }
 
