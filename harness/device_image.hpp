@@ -2,6 +2,7 @@
 // DeviceImage: the device twin of HostImage. Pitched device memory from cudaMallocPitch (never
 // managed memory), owned by RAII; uploads and downloads keep the shape and honour both pitches.
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -16,11 +17,23 @@ template <class T>
 class DeviceImage {
 public:
     DeviceImage() = default;
-    explicit DeviceImage(ImageShape shape) : shape_(shape) {
+    // pitch_bytes == 0: cudaMallocPitch picks an aligned pitch. Otherwise exactly that pitch (at
+    // least the bytes of a row, a multiple of sizeof(T)), e.g. to test tight or odd pitches.
+    explicit DeviceImage(ImageShape shape, std::size_t pitch_bytes = 0) : shape_(shape) {
         validate_shape(shape);
         void* memory = nullptr;
-        const std::size_t row_bytes = static_cast<std::size_t>(shape.row_elements()) * sizeof(T);
-        KLAB_CUDA_CHECK(cudaMallocPitch(&memory, &pitch_bytes_, row_bytes, static_cast<std::size_t>(shape.rows())));
+        const std::size_t rows = static_cast<std::size_t>(shape.rows());
+        if (pitch_bytes == 0) {
+            KLAB_CUDA_CHECK(cudaMallocPitch(&memory, &pitch_bytes_, row_bytes(), rows));
+        } else {
+            if (pitch_bytes < row_bytes() || pitch_bytes % sizeof(T) != 0) {
+                throw Error("device image pitch of " + std::to_string(pitch_bytes) + " bytes for " + to_string(shape),
+                            "at least the " + std::to_string(row_bytes()) + " bytes of a row, a multiple of " +
+                                std::to_string(sizeof(T)));
+            }
+            KLAB_CUDA_CHECK(cudaMalloc(&memory, pitch_bytes * rows));
+            pitch_bytes_ = pitch_bytes;
+        }
         data_ = static_cast<T*>(memory);
     }
     // Allocates a twin of `host` and uploads it.
@@ -42,6 +55,8 @@ public:
 
     const ImageShape& shape() const { return shape_; }
     std::size_t pitch_bytes() const { return pitch_bytes_; }
+    // Bytes allocated: rows() * pitch_bytes().
+    std::size_t capacity_bytes() const { return static_cast<std::size_t>(shape_.rows()) * pitch_bytes_; }
     ImageView<T> view() { return {data_, shape_, pitch_bytes_}; }
     ImageView<const T> view() const { return {data_, shape_, pitch_bytes_}; }
 

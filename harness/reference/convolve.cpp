@@ -1,4 +1,5 @@
 #include <atomic>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -6,6 +7,7 @@
 #include "harness/error.hpp"
 #include "harness/numeric.hpp"
 #include "harness/parallel.hpp"
+#include "harness/sampling.hpp"
 #include "harness/reference/border_table.hpp"
 #include "harness/reference/reference.hpp"
 
@@ -54,6 +56,20 @@ void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, con
             if (progress) progress(++rows_done, shape.height);
         }
     });
+}
+
+ConvolutionSum convolve_sum_at(ImageView<const std::uint8_t> in, const Mask& mask, Border border, int x, int y,
+                               int c) {
+    ConvolutionSum sum;
+    for (int j = 0; j < mask.height(); ++j) {
+        for (int i = 0; i < mask.width(); ++i) {
+            const double v = sample(in, x + i - mask.radius_x(), y + j - mask.radius_y(), c, border);
+            const double term = static_cast<double>(mask.at(i, j)) * v;
+            sum.value += term;
+            sum.magnitude += std::fabs(term);
+        }
+    }
+    return sum;
 }
 
 ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads, const Progress& progress) {

@@ -23,6 +23,15 @@ void convolve(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, con
               int threads = 1, const Progress& progress = {});
 ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads = 1, const Progress& progress = {});
 
+// One output element of convolve() in exact terms, for the verifier (harness/verify.hpp): the
+// double sum itself, before rounding, and the sum of the magnitudes of its terms |m(i,j)*in|,
+// which scales the fp32 accumulation error of a kernel.
+struct ConvolutionSum {
+    double value = 0.0;
+    double magnitude = 0.0;
+};
+ConvolutionSum convolve_sum_at(ImageView<const std::uint8_t> in, const Mask& mask, Border border, int x, int y, int c);
+
 // BT.709 luma (gray_bt709 in numeric.hpp); 1-channel input is copied, alpha is ignored.
 // The output is 1-channel AoS.
 ImageU8 grayscale(const ImageU8& in, int threads = 1);

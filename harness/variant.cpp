@@ -1,0 +1,386 @@
+#include "harness/variant.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/cuda_check.hpp"
+#include "harness/error.hpp"
+#include "harness/reference/reference.hpp"
+
+namespace klab {
+
+// ---------------------------------------------------------------------------------------------
+// Buffers and masks
+
+const char* to_string(ElementType type) {
+    switch (type) {
+        case ElementType::u8: return "u8";
+        case ElementType::u32: return "u32";
+        case ElementType::u64: return "u64";
+    }
+    return "?";
+}
+
+namespace {
+std::size_t element_bytes(ElementType type) {
+    switch (type) {
+        case ElementType::u8: return 1;
+        case ElementType::u32: return 4;
+        case ElementType::u64: return 8;
+    }
+    return 1;
+}
+}  // namespace
+
+template <class T>
+ImageView<T> DeviceBuffer::view() const {
+    if (type != element_type_of<std::remove_const_t<T>>()) {
+        throw Error(fmt::format("a {} buffer read as {}", to_string(type), to_string(element_type_of<std::remove_const_t<T>>())),
+                    "the buffer's own element type");
+    }
+    return {static_cast<T*>(data), shape, pitch_bytes};
+}
+template ImageView<std::uint8_t> DeviceBuffer::view() const;
+template ImageView<const std::uint8_t> DeviceBuffer::view() const;
+template ImageView<std::uint32_t> DeviceBuffer::view() const;
+template ImageView<std::uint64_t> DeviceBuffer::view() const;
+
+DeviceMask::DeviceMask(const Mask& mask) : width_(mask.width()), height_(mask.height()) {
+    const std::size_t bytes = mask.coefficients().size() * sizeof(float);
+    void* memory = nullptr;
+    KLAB_CUDA_CHECK(cudaMalloc(&memory, bytes));
+    data_ = static_cast<float*>(memory);
+    const cudaError_t status = cudaMemcpy(data_, mask.coefficients().data(), bytes, cudaMemcpyHostToDevice);
+    if (status != cudaSuccess) {
+        KLAB_CUDA_CHECK_NOTHROW(cudaFree(data_));
+        KLAB_CUDA_CHECK(status);
+    }
+}
+
+DeviceMask::~DeviceMask() {
+    if (data_ != nullptr) KLAB_CUDA_CHECK_NOTHROW(cudaFree(data_));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch shapes and tuning spaces
+
+int LaunchShape::parameter(std::string_view name) const {
+    for (const auto& [key, value] : parameters) {
+        if (key == name) return value;
+    }
+    throw Error(fmt::format("launch shape {} has no parameter {}", to_string(*this), name),
+                "the parameters the variant's tuning space declares");
+}
+
+bool operator==(const LaunchShape& a, const LaunchShape& b) {
+    return a.block_x == b.block_x && a.block_y == b.block_y && a.parameters == b.parameters;
+}
+
+std::string to_string(const LaunchShape& shape) {
+    std::string text = fmt::format("{}x{}", shape.block_x, shape.block_y);
+    for (const auto& [key, value] : shape.parameters) text += fmt::format(" {}={}", key, value);
+    return text;
+}
+
+LaunchShape parse_block_shape(std::string_view text) {
+    const auto fail = [&] {
+        return Error(fmt::format("block shape \"{}\"", text), "XxY with 1 <= X, Y <= 1024, e.g. 32x8");
+    };
+    const std::size_t sep = text.find('x');
+    if (sep == std::string_view::npos) throw fail();
+    const auto parse_side = [&](std::string_view part) {
+        int value = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+        if (ec != std::errc() || end != part.data() + part.size() || value < 1 || value > 1024) throw fail();
+        return value;
+    };
+    LaunchShape shape;
+    shape.block_x = parse_side(text.substr(0, sep));
+    shape.block_y = parse_side(text.substr(sep + 1));
+    return shape;
+}
+
+TuningSpace block_tuning_space(LaunchShape default_shape) {
+    TuningSpace space;
+    space.block_x = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+    space.block_y = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    space.default_shape = std::move(default_shape);
+    return space;
+}
+
+LaunchShape Variant::default_shape(const Problem&) const { return tuning_space().default_shape; }
+
+Support Variant::check_shape(const Problem&, const LaunchShape&) const { return Support::yes(); }
+
+// ---------------------------------------------------------------------------------------------
+// prepare(): every check before a launch
+
+namespace {
+
+// The limits of one device that a launch must respect, queried once per device.
+struct DeviceLimits {
+    std::string name;
+    int max_threads_per_block = 0;
+    int max_block[3] = {};
+    int max_grid[3] = {};
+    std::size_t shared_per_block = 0;        // without opt-in (48 KiB)
+    std::size_t shared_per_block_optin = 0;  // the most a kernel may opt in to
+};
+
+const DeviceLimits& current_device_limits() {
+    static std::mutex mutex;
+    static std::map<int, DeviceLimits> cache;
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find(device);
+    if (found != cache.end()) return found->second;
+    cudaDeviceProp prop{};
+    KLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    DeviceLimits limits;
+    limits.name = prop.name;
+    limits.max_threads_per_block = prop.maxThreadsPerBlock;
+    for (int i = 0; i < 3; ++i) {
+        limits.max_block[i] = prop.maxThreadsDim[i];
+        limits.max_grid[i] = prop.maxGridSize[i];
+    }
+    limits.shared_per_block = prop.sharedMemPerBlock;
+    limits.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+    return cache.emplace(device, limits).first->second;
+}
+
+ElementType expected_output_type(const Problem& problem) {
+    if (problem.op != Operation::integral) return ElementType::u8;
+    return reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u32
+               ? ElementType::u32
+               : ElementType::u64;
+}
+
+struct ByteRange {
+    const unsigned char* begin;
+    const unsigned char* end;
+};
+
+// Checks one image buffer against what the problem needs; returns the bytes it spans.
+ByteRange check_buffer(const std::string& who, const char* role, const DeviceBuffer& buffer,
+                       const ImageShape& shape, ElementType type) {
+    const std::string needed = fmt::format("device memory for a {} {} image", to_string(shape), to_string(type));
+    if (buffer.data == nullptr) throw Error(fmt::format("{}: the {} buffer is null", who, role), needed);
+    if (buffer.type != type) {
+        throw Error(fmt::format("{}: the {} buffer holds {} elements", who, role, to_string(buffer.type)), needed);
+    }
+    if (buffer.shape != shape) {
+        throw Error(fmt::format("{}: the {} buffer is a {} image", who, role, to_string(buffer.shape)), needed);
+    }
+    const std::size_t row_bytes = static_cast<std::size_t>(shape.row_elements()) * element_bytes(type);
+    if (buffer.pitch_bytes < row_bytes || buffer.pitch_bytes % element_bytes(type) != 0) {
+        throw Error(fmt::format("{}: the {} buffer's pitch is {} bytes", who, role, buffer.pitch_bytes),
+                    fmt::format("at least the {} bytes of a row, a multiple of {}", row_bytes, element_bytes(type)));
+    }
+    const std::size_t span = static_cast<std::size_t>(shape.rows() - 1) * buffer.pitch_bytes + row_bytes;
+    if (buffer.capacity_bytes < span) {
+        throw Error(fmt::format("{}: the {} buffer holds {} bytes, the image spans {}", who, role,
+                                buffer.capacity_bytes, span),
+                    fmt::format("a buffer of at least {} bytes ({} rows of pitch {})", span, shape.rows(),
+                                buffer.pitch_bytes));
+    }
+    cudaPointerAttributes attributes{};
+    KLAB_CUDA_CHECK(cudaPointerGetAttributes(&attributes, buffer.data));
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    if (attributes.type != cudaMemoryTypeDevice || attributes.device != device) {
+        throw Error(fmt::format("{}: the {} buffer is not device memory of the current device {}", who, role, device),
+                    needed);
+    }
+    const auto* begin = static_cast<const unsigned char*>(buffer.data);
+    return {begin, begin + span};
+}
+
+void check_buffers(const std::string& who, const Problem& problem, const DeviceBuffers& buffers) {
+    const ByteRange in = check_buffer(who, "input", buffers.input, problem.shape, ElementType::u8);
+    const ByteRange out = check_buffer(who, "output", buffers.output, output_shape(problem), expected_output_type(problem));
+    if (in.begin < out.end && out.begin < in.end) {
+        throw Error(fmt::format("{}: the input and output buffers overlap", who), "distinct input and output images");
+    }
+    if (problem.op != Operation::convolve) return;
+    const Mask& mask = *problem.mask;
+    if (buffers.mask.data == nullptr) {
+        throw Error(fmt::format("{}: the device mask is null", who),
+                    fmt::format("the {}x{} mask in device memory (klab::DeviceMask)", mask.width(), mask.height()));
+    }
+    if (buffers.mask.width != mask.width() || buffers.mask.height != mask.height()) {
+        throw Error(fmt::format("{}: the device mask is {}x{}, the problem's {}x{}", who, buffers.mask.width,
+                                buffers.mask.height, mask.width(), mask.height()),
+                    "the problem's own mask in device memory (klab::DeviceMask)");
+    }
+}
+
+void check_parameters(const std::string& who, const TuningSpace& space, const LaunchShape& shape) {
+    std::string declared;
+    for (const TunableParameter& p : space.parameters) declared += (declared.empty() ? "" : ", ") + p.name;
+    if (declared.empty()) declared = "none";
+    if (shape.parameters.size() != space.parameters.size()) {
+        throw Error(fmt::format("{}: launch shape {} gives {} parameters", who, to_string(shape), shape.parameters.size()),
+                    fmt::format("exactly the declared parameters: {}", declared));
+    }
+    for (std::size_t i = 0; i < space.parameters.size(); ++i) {
+        const TunableParameter& p = space.parameters[i];
+        const auto& [key, value] = shape.parameters[i];
+        if (key != p.name) {
+            throw Error(fmt::format("{}: launch shape {} names parameter {}", who, to_string(shape), key),
+                        fmt::format("the declared parameters in order: {}", declared));
+        }
+        if (std::find(p.values.begin(), p.values.end(), value) == p.values.end()) {
+            throw Error(fmt::format("{}: launch shape {} sets {}={}", who, to_string(shape), key, value),
+                        fmt::format("{} from {{{}}} ({})", key, fmt::join(p.values, ", "), p.meaning));
+        }
+    }
+}
+
+void check_kernel(const std::string& who, const KernelLaunch& k, const DeviceLimits& limits) {
+    const std::string what = fmt::format("{}: kernel {}", who, k.kernel_name);
+    if (k.kernel == nullptr) throw Error(what + " has no function pointer", "a __global__ function");
+    const unsigned long long threads = static_cast<unsigned long long>(k.block.x) * k.block.y * k.block.z;
+    const unsigned block[3] = {k.block.x, k.block.y, k.block.z};
+    const unsigned grid[3] = {k.grid.x, k.grid.y, k.grid.z};
+    const std::string block_text = fmt::format("{}x{}x{}", k.block.x, k.block.y, k.block.z);
+    const std::string block_limits =
+        fmt::format("at most {} threads per block on {} (sides up to {}x{}x{})", limits.max_threads_per_block,
+                    limits.name, limits.max_block[0], limits.max_block[1], limits.max_block[2]);
+    if (threads == 0 || threads > static_cast<unsigned long long>(limits.max_threads_per_block)) {
+        throw Error(fmt::format("{}: block {} has {} threads", what, block_text, threads), block_limits);
+    }
+    for (int i = 0; i < 3; ++i) {
+        if (block[i] > static_cast<unsigned>(limits.max_block[i])) {
+            throw Error(fmt::format("{}: block {} exceeds the side limit", what, block_text), block_limits);
+        }
+        if (grid[i] == 0 || grid[i] > static_cast<unsigned>(limits.max_grid[i])) {
+            throw Error(fmt::format("{}: grid {}x{}x{} is out of range", what, k.grid.x, k.grid.y, k.grid.z),
+                        fmt::format("grid sides from 1 to {}x{}x{} on {}", limits.max_grid[0], limits.max_grid[1],
+                                    limits.max_grid[2], limits.name));
+        }
+    }
+    cudaFuncAttributes attributes{};
+    KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, k.kernel));
+    if (threads > static_cast<unsigned long long>(attributes.maxThreadsPerBlock)) {
+        throw Error(fmt::format("{}: block {} has {} threads, but the kernel's {} registers per thread allow {}", what,
+                                block_text, threads, attributes.numRegs, attributes.maxThreadsPerBlock),
+                    fmt::format("at most {} threads per block for this kernel", attributes.maxThreadsPerBlock));
+    }
+    const std::size_t shared = attributes.sharedSizeBytes + k.dynamic_shared_bytes;
+    if (shared > limits.shared_per_block_optin) {
+        throw Error(fmt::format("{}: block {} needs {} bytes of shared memory", what, block_text, shared),
+                    fmt::format("at most {} bytes per block on {}", limits.shared_per_block_optin, limits.name));
+    }
+    if (k.dynamic_shared_bytes > static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)) {
+        // Above the default 48 KiB a kernel must opt in (CUDA programming guide, "Shared Memory").
+        KLAB_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(k.dynamic_shared_bytes)));
+    }
+}
+
+}  // namespace
+
+LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
+                   const LaunchShape& shape) {
+    const std::string who = variant.name();
+    validate(problem);
+    if (variant.op() != problem.op) {
+        throw Error(fmt::format("{} computes {}, not {}", who, to_string(variant.op()), to_string(problem.op)),
+                    fmt::format("a {} problem", to_string(variant.op())));
+    }
+    if (const Support support = variant.supports(problem); !support) {
+        throw Error(fmt::format("{} does not support {}: {}", who, to_string(problem), support.reason()),
+                    "the problems `klab list` shows for it");
+    }
+    check_buffers(who, problem, buffers);
+    if (shape.block_x < 1 || shape.block_y < 1) {
+        throw Error(fmt::format("{}: block {}", who, to_string(shape)), "block sides of at least 1");
+    }
+    check_parameters(who, variant.tuning_space(), shape);
+    if (const Support support = variant.check_shape(problem, shape); !support) {
+        throw Error(fmt::format("{}: block {} for {}: {}", who, to_string(shape), to_string(problem), support.reason()),
+                    "a shape the variant accepts");
+    }
+    LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape)};
+    const DeviceLimits& limits = current_device_limits();
+    for (const KernelLaunch& k : plan.kernels) check_kernel(who, k, limits);
+    return plan;
+}
+
+void launch(const LaunchPlan& plan, cudaStream_t stream) {
+    if (plan.variant == nullptr) throw Error("launch of an empty plan", "a plan made by klab::prepare()");
+    plan.variant->enqueue(plan, stream);
+}
+
+void run(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers, const LaunchShape& shape,
+         cudaStream_t stream) {
+    launch(prepare(variant, problem, buffers, shape), stream);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+Registry& Registry::instance() {
+    static Registry registry;  // constructed on first use, so static registration order is safe
+    return registry;
+}
+
+bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file) noexcept {
+    try {
+        const std::string name = variant->name();
+        if (name.empty()) {
+            errors_.push_back(fmt::format("{}: a variant with an empty name", source_file));
+            return false;
+        }
+        if (const Variant* existing = find(name); existing != nullptr) {
+            errors_.push_back(fmt::format("{}: variant name {} is registered twice", source_file, name));
+            return false;
+        }
+        const auto at = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                         [](const RegisteredVariant& e, const std::string& n) { return e.variant->name() < n; });
+        entries_.insert(at, RegisteredVariant{std::move(variant), source_file});
+        return true;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "klab: registering a variant from %s failed: %s\n", source_file, e.what());
+        return false;
+    }
+}
+
+std::vector<const Variant*> Registry::all() const {
+    std::vector<const Variant*> variants;
+    for (const RegisteredVariant& e : entries_) variants.push_back(e.variant.get());
+    return variants;
+}
+
+std::vector<const Variant*> Registry::for_op(Operation op) const {
+    std::vector<const Variant*> variants;
+    for (const RegisteredVariant& e : entries_) {
+        if (e.variant->op() == op) variants.push_back(e.variant.get());
+    }
+    return variants;
+}
+
+const Variant* Registry::find(std::string_view name) const {
+    for (const RegisteredVariant& e : entries_) {
+        if (e.variant->name() == name) return e.variant.get();
+    }
+    return nullptr;
+}
+
+const Variant& Registry::get(std::string_view name) const {
+    if (const Variant* variant = find(name)) return *variant;
+    std::vector<std::string> names;
+    for (const RegisteredVariant& e : entries_) names.push_back(e.variant->name());
+    throw Error(fmt::format("no variant named \"{}\"", name),
+                names.empty() ? std::string("none is registered in this build")
+                              : fmt::format("{}", fmt::join(names, ", ")));
+}
+
+}  // namespace klab

@@ -1,0 +1,91 @@
+#include "harness/verify.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "harness/error.hpp"
+#include "harness/reference/reference.hpp"
+
+namespace klab {
+
+namespace {
+
+template <class T>
+void require_same_shape(const HostImage<T>& reference, const HostImage<T>& actual) {
+    if (reference.shape() != actual.shape()) {
+        throw Error(fmt::format("verification of a {} result against a {} reference", to_string(actual.shape()),
+                                to_string(reference.shape())),
+                    "a result of the reference's shape and layout");
+    }
+}
+
+// Visits every element in row-major (y, x, c) order; `accept(x, y, c)` decides about a difference.
+template <class T, class Accept>
+Verification compare(const HostImage<T>& reference, const HostImage<T>& actual, Accept accept) {
+    require_same_shape(reference, actual);
+    Verification v;
+    for (int y = 0; y < reference.height(); ++y) {
+        for (int x = 0; x < reference.width(); ++x) {
+            for (int c = 0; c < reference.channels(); ++c) {
+                ++v.compared;
+                const T expected = reference.at(x, y, c);
+                const T value = actual.at(x, y, c);
+                if (value == expected) continue;
+                if (accept(x, y, c, static_cast<std::int64_t>(value), static_cast<std::int64_t>(expected))) {
+                    ++v.tolerated;
+                    continue;
+                }
+                if (v.differing++ == 0) {
+                    v.first = PixelMismatch{x, y, c, static_cast<std::int64_t>(value), static_cast<std::int64_t>(expected)};
+                }
+            }
+        }
+    }
+    return v;
+}
+
+}  // namespace
+
+std::string Verification::summary() const {
+    const std::string ties = tolerated == 0 ? std::string() : fmt::format(", {} within the fp32 tie bound", tolerated);
+    if (ok()) return fmt::format("ok: {} values equal{}", compared, ties);
+    return fmt::format("{} of {} values differ; first at x={} y={} c={}: {}, reference {}{}", differing, compared,
+                       first->x, first->y, first->c, first->value, first->expected, ties);
+}
+
+double fp32_tie_bound(int taps, double magnitude) {
+    const auto gamma = [taps](double unit_roundoff) {
+        const double nu = taps * unit_roundoff;
+        return nu / (1.0 - nu);
+    };
+    return (gamma(std::ldexp(1.0, -24)) + gamma(std::ldexp(1.0, -53))) * magnitude;
+}
+
+Verification verify_convolution(const ImageU8& input, const Mask& mask, Border border, const ImageU8& reference,
+                                const ImageU8& actual) {
+    require_same_shape(input, reference);
+    const int taps = mask.width() * mask.height();
+    return compare(reference, actual, [&](int x, int y, int c, std::int64_t value, std::int64_t expected) {
+        if (std::llabs(value - expected) != 1) return false;
+        const reference::ConvolutionSum sum = reference::convolve_sum_at(input.view(), mask, border, x, y, c);
+        const double tie = std::floor(sum.value) + 0.5;  // the half-integer nearest to the exact sum
+        // Only ties between two representable results: below 0.5 and above 254.5 saturation decides.
+        if (tie < 0.5 || tie > 254.5) return false;
+        const bool straddles = std::min(value, expected) == static_cast<std::int64_t>(std::floor(tie));
+        return straddles && std::fabs(sum.value - tie) <= fp32_tie_bound(taps, sum.magnitude);
+    });
+}
+
+template <class T>
+Verification verify_exact(const HostImage<T>& reference, const HostImage<T>& actual) {
+    return compare(reference, actual, [](int, int, int, std::int64_t, std::int64_t) { return false; });
+}
+
+template Verification verify_exact(const HostImage<std::uint8_t>&, const HostImage<std::uint8_t>&);
+template Verification verify_exact(const HostImage<std::uint32_t>&, const HostImage<std::uint32_t>&);
+template Verification verify_exact(const HostImage<std::uint64_t>&, const HostImage<std::uint64_t>&);
+
+}  // namespace klab

@@ -1,0 +1,63 @@
+#pragma once
+// Verification of a variant's output against the CPU reference (DESIGN.md, "numeric contract").
+//
+// Integer results (integral images, Sobel) must match exactly: verify_exact().
+//
+// A convolution with a float mask is accumulated in double by the reference and in fp32 by a
+// kernel, so the two may round differently, but only next to a rounding tie. verify_convolution()
+// accepts a difference of exactly 1 at an element whose exact sum lies within
+//     bound = (gamma_n(2^-24) + gamma_n(2^-53)) * sum_k |m_k * p_k|,   gamma_n(u) = n*u / (1 - n*u),
+// of a tie (k + 1/2), where n is the number of mask taps and p_k the pixels under the mask. Why:
+// each product m_k * p_k of an fp32 coefficient and an 8-bit pixel is exact in double and rounded
+// at most once in fp32 (not at all with FMA); summing n terms in any order rounds each term at
+// most n-1 more times, so the fp32 result is within gamma_n(2^-24) * sum|terms| of the exact sum
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 3.1), and the
+// double reference within gamma_n(2^-53) * sum|terms|. Two results that round to different
+// integers have a tie between them, so that tie lies within the sum of both bounds of the
+// reference's value. Everything else — a difference of 2, or of 1 away from a tie — is a bug.
+// For a 31x31 box on white pixels the bound is about 0.015; for masks with integer coefficients
+// the exact sum is an integer, never near a tie, so those results must match exactly.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "harness/border.hpp"
+#include "harness/image.hpp"
+#include "harness/mask.hpp"
+
+namespace klab {
+
+struct PixelMismatch {
+    int x = 0;
+    int y = 0;
+    int c = 0;
+    std::int64_t value = 0;     // the variant's
+    std::int64_t expected = 0;  // the reference's
+};
+
+struct Verification {
+    std::size_t compared = 0;   // elements compared
+    std::size_t differing = 0;  // elements that break the rule
+    std::size_t tolerated = 0;  // elements off by 1 next to an fp32 rounding tie (convolution only)
+    std::optional<PixelMismatch> first;  // the first differing element in row-major (y, x, c) order
+
+    bool ok() const { return differing == 0; }
+    // "ok: 6220800 values, 3 within the fp32 tie bound" or
+    // "12 of 6220800 values differ; first at x=5 y=0 c=2: 17, reference 18; ..."
+    std::string summary() const;
+};
+
+// The bound above for a mask of `taps` coefficients and terms of total magnitude `magnitude`.
+double fp32_tie_bound(int taps, double magnitude);
+
+// `reference` is reference::convolve(input, mask, border); `actual` the variant's output.
+// Throws klab::Error when the shapes differ.
+Verification verify_convolution(const ImageU8& input, const Mask& mask, Border border, const ImageU8& reference,
+                                const ImageU8& actual);
+
+// Element-for-element equality; T is std::uint8_t, std::uint32_t or std::uint64_t.
+template <class T>
+Verification verify_exact(const HostImage<T>& reference, const HostImage<T>& actual);
+
+}  // namespace klab

@@ -1,0 +1,188 @@
+// The variant registry and the host side of every variant, without a GPU: one variant per
+// kernels/*.cu file, names that follow their files, default shapes each variant accepts, launch
+// descriptions that match their shapes, and the harness's checks of problems and shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "harness/problem.hpp"
+#include "harness/variant.hpp"
+#include "test_util.hpp"
+
+namespace klab {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::stringstream stream(text);
+    for (std::string part; std::getline(stream, part, separator);) {
+        if (!part.empty()) parts.push_back(part);
+    }
+    return parts;
+}
+
+// Every mask shape the variants must accept: squares 1..31 and non-square ones.
+std::vector<Mask> mask_shapes() {
+    std::vector<Mask> masks;
+    for (int k = 1; k <= Mask::kMaxSide; k += 2) masks.push_back(masks::box(k));
+    for (auto [w, h] : {std::pair{3, 7}, {7, 3}, {1, 31}, {31, 1}, {31, 15}}) {
+        masks.emplace_back(w, h, std::vector<float>(static_cast<std::size_t>(w * h), 1.0f / (w * h)), "flat");
+    }
+    return masks;
+}
+
+TEST(Registry, HoldsOneVariantPerKernelFile) {
+    std::vector<std::string> files = split(KLAB_KERNEL_STEMS, ',');
+    std::vector<std::string> registered;
+    for (const RegisteredVariant& entry : Registry::instance().entries()) {
+        registered.push_back(std::filesystem::path(entry.source_file).stem().string());
+    }
+    std::sort(files.begin(), files.end());
+    std::sort(registered.begin(), registered.end());
+    EXPECT_FALSE(files.empty());
+    EXPECT_EQ(registered, files) << "each kernels/*.cu file registers exactly one variant";
+    EXPECT_TRUE(Registry::instance().errors().empty()) << Registry::instance().errors().front();
+}
+
+TEST(Registry, NamesFollowTheirFiles) {
+    for (const RegisteredVariant& entry : Registry::instance().entries()) {
+        std::string expected = std::filesystem::path(entry.source_file).stem().string();
+        expected[expected.find('_')] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
+        EXPECT_EQ(entry.variant->name(), expected);
+        EXPECT_FALSE(entry.variant->technique().empty()) << expected;
+    }
+}
+
+TEST(Registry, HoldsTheSeedsConvolutionVariants) {
+    for (const char* name : {"conv.global", "conv.constant", "conv.tiled_2batch", "conv.halo_tiled"}) {
+        const Variant* variant = Registry::instance().find(name);
+        ASSERT_NE(variant, nullptr) << name;
+        EXPECT_EQ(variant->op(), Operation::convolve);
+    }
+    EXPECT_EQ(Registry::instance().for_op(Operation::convolve).size(), 4u);
+}
+
+TEST(Registry, UnknownNameListsTheRegisteredOnes) {
+    test::expect_error([] { Registry::instance().get("conv.fast"); }, "allowed: conv.constant, conv.global");
+}
+
+class NamedVariant final : public Variant {
+public:
+    explicit NamedVariant(std::string name) : name_(std::move(name)) {}
+    std::string name() const override { return name_; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override { return "test double"; }
+    Support supports(const Problem&) const override { return Support::yes(); }
+    TuningSpace tuning_space() const override { return block_tuning_space(); }
+    std::vector<KernelLaunch> kernels(const Problem&, const LaunchShape&) const override { return {}; }
+    void enqueue(const LaunchPlan&, cudaStream_t) const override {}
+
+private:
+    std::string name_;
+};
+
+TEST(Registry, RefusesDuplicateAndEmptyNamesAndKeepsNamesSorted) {
+    Registry registry;
+    EXPECT_TRUE(registry.add(std::make_unique<NamedVariant>("conv.b"), "b.cu"));
+    EXPECT_TRUE(registry.add(std::make_unique<NamedVariant>("conv.a"), "a.cu"));
+    EXPECT_FALSE(registry.add(std::make_unique<NamedVariant>("conv.a"), "a2.cu"));
+    EXPECT_FALSE(registry.add(std::make_unique<NamedVariant>(""), "empty.cu"));
+    ASSERT_EQ(registry.all().size(), 2u);
+    EXPECT_EQ(registry.all()[0]->name(), "conv.a");
+    EXPECT_EQ(registry.entries()[0].source_file, "a.cu");
+    ASSERT_EQ(registry.errors().size(), 2u);
+    EXPECT_NE(registry.errors()[0].find("a2.cu: variant name conv.a is registered twice"), std::string::npos);
+}
+
+TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
+    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        const TuningSpace space = variant->tuning_space();
+        EXPECT_FALSE(space.block_x.empty());
+        EXPECT_FALSE(space.block_y.empty());
+        for (const Mask& mask : mask_shapes()) {
+            const Problem problem = convolve_problem(ImageShape{64, 48, 3, Layout::aos}, mask, Border{});
+            ASSERT_TRUE(variant->supports(problem)) << variant->name() << ": " << variant->supports(problem).reason();
+            const LaunchShape shape = variant->default_shape(problem);
+            EXPECT_LE(shape.block_x * shape.block_y, 1024) << variant->name();
+            EXPECT_EQ(shape.parameters.size(), space.parameters.size()) << variant->name();
+            const Support accepted = variant->check_shape(problem, shape);
+            EXPECT_TRUE(accepted) << variant->name() << " " << to_string(shape) << " " << mask.width() << "x"
+                                  << mask.height() << ": " << accepted.reason();
+        }
+    }
+}
+
+TEST(Variants, DescribeLaunchesWithTheShapesBlockAndAGridCoveringTheImage) {
+    const ImageShape image{1921, 1079, 4, Layout::soa};
+    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        for (const Mask& mask : {masks::gaussian(3), masks::gaussian(9)}) {
+            const Problem problem = convolve_problem(image, mask, Border{});
+            const LaunchShape shape = variant->default_shape(problem);
+            const std::vector<KernelLaunch> launches = variant->kernels(problem, shape);
+            ASSERT_FALSE(launches.empty()) << variant->name();
+            for (const KernelLaunch& k : launches) {
+                EXPECT_NE(k.kernel, nullptr) << variant->name();
+                EXPECT_FALSE(k.kernel_name.empty()) << variant->name();
+                EXPECT_EQ(k.block.x * k.block.y * k.block.z, static_cast<unsigned>(shape.block_x * shape.block_y));
+                // At least one thread per output pixel in each direction.
+                EXPECT_GE(static_cast<long long>(k.grid.x) * k.block.x, image.width) << variant->name();
+                EXPECT_GE(static_cast<long long>(k.grid.y) * k.block.y, image.height) << variant->name();
+            }
+        }
+    }
+}
+
+TEST(Variants, HaloTiledRefusesABlockNoWiderThanTheHalo) {
+    const Variant& variant = Registry::instance().get("conv.halo_tiled");
+    const Problem problem = convolve_problem(ImageShape{64, 48, 1, Layout::aos}, masks::gaussian(9), Border{});
+    const Support refused = variant.check_shape(problem, LaunchShape{8, 32, {}});
+    EXPECT_FALSE(refused);
+    EXPECT_NE(refused.reason().find("a 9x9 mask needs a block wider than 8 and taller than 8"), std::string::npos);
+    EXPECT_TRUE(variant.check_shape(problem, LaunchShape{9, 9, {}}));
+}
+
+TEST(Problem, ValidateRefusesBadShapesAndMissingMasks) {
+    const auto problem_with = [](ImageShape shape) { return convolve_problem(shape, masks::box(3), Border{}); };
+    test::expect_error([&] { validate(problem_with({0, 5, 1, Layout::aos})); }, "allowed");
+    test::expect_error([&] { validate(problem_with({5, 0, 3, Layout::aos})); }, "allowed");
+    test::expect_error([&] { validate(problem_with({5, 5, 2, Layout::aos})); }, "image has 2 channels; allowed: 1 (gray), 3 (RGB), 4 (RGBA)");
+    test::expect_error([&] { validate(problem_with({5, 5, 5, Layout::soa})); }, "image has 5 channels");
+    Problem no_mask;
+    no_mask.shape = {5, 5, 1, Layout::aos};
+    test::expect_error([&] { validate(no_mask); }, "a convolve problem without a mask");
+    Problem sobel_with_mask = problem_with({5, 5, 1, Layout::aos});
+    sobel_with_mask.op = Operation::sobel;
+    test::expect_error([&] { validate(sobel_with_mask); }, "a mask given to the sobel operation");
+    EXPECT_NO_THROW(validate(problem_with({1, 1, 4, Layout::soa})));
+}
+
+TEST(Problem, EvenAndOversizedMasksAreRefusedWhenBuilt) {
+    test::expect_error([] { Mask(4, 3, std::vector<float>(12, 0.1f)); }, "odd");
+    test::expect_error([] { Mask(33, 33, std::vector<float>(33 * 33, 0.1f)); }, "1 to 31");
+}
+
+TEST(Problem, DescribesItself) {
+    const Problem problem = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(5), Border{});
+    EXPECT_EQ(to_string(problem), "convolve 1920x1080x3 aos, gauss5 (5x5), replicate");
+    Problem sobel;
+    sobel.op = Operation::sobel;
+    sobel.shape = {8, 4, 3, Layout::soa};
+    EXPECT_EQ(output_shape(sobel), (ImageShape{8, 4, 1, Layout::aos}));
+}
+
+TEST(LaunchShape, ParsesAndPrints) {
+    const LaunchShape shape = parse_block_shape("32x8");
+    EXPECT_EQ(shape.block_x, 32);
+    EXPECT_EQ(shape.block_y, 8);
+    EXPECT_EQ(to_string(LaunchShape{16, 4, {{"outputs_per_thread", 2}}}), "16x4 outputs_per_thread=2");
+    EXPECT_EQ(LaunchShape({16, 4, {{"outputs_per_thread", 2}}}).parameter("outputs_per_thread"), 2);
+    test::expect_error([] { LaunchShape{}.parameter("outputs_per_thread"); }, "has no parameter outputs_per_thread");
+    for (const char* bad : {"", "32", "32x", "x8", "0x8", "32x0", "2048x1", "32x8x1", "3 2x8", "-1x8"}) {
+        test::expect_error([&] { parse_block_shape(bad); }, "allowed: XxY with 1 <= X, Y <= 1024");
+    }
+}
+
+}  // namespace
+}  // namespace klab

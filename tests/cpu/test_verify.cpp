@@ -1,0 +1,150 @@
+// The verifier: exact results pass, a difference of 1 passes only next to a rounding tie within
+// the fp32 bound, everything else fails with the first differing element; and the bound really
+// covers fp32 accumulation (an fp32 emulation of the kernels' arithmetic, summed forwards and
+// backwards, always verifies).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "harness/numeric.hpp"
+#include "harness/reference/reference.hpp"
+#include "harness/sampling.hpp"
+#include "harness/verify.hpp"
+#include "test_util.hpp"
+
+namespace klab {
+namespace {
+
+Mask single(float coefficient) { return Mask(1, 1, {coefficient}, "single"); }
+
+TEST(Verify, EqualImagesPass) {
+    const ImageU8 image = test::random_image({17, 5, 3, Layout::soa}, 1);
+    const Verification v = verify_exact(image, image);
+    EXPECT_TRUE(v.ok());
+    EXPECT_EQ(v.compared, 17u * 5 * 3);
+    EXPECT_EQ(v.summary(), "ok: 255 values equal");
+}
+
+TEST(Verify, ReportsTheFirstDifferenceInRowMajorOrderAndTheCount) {
+    const ImageU8 reference = test::random_image({6, 4, 3, Layout::aos}, 2);
+    ImageU8 actual = reference;
+    actual.at(4, 3, 0) ^= 1;
+    actual.at(1, 2, 2) ^= 8;  // earlier in (y, x, c) order
+    actual.at(5, 2, 1) ^= 2;
+    const Verification v = verify_exact(reference, actual);
+    EXPECT_FALSE(v.ok());
+    EXPECT_EQ(v.differing, 3u);
+    ASSERT_TRUE(v.first.has_value());
+    EXPECT_EQ(v.first->x, 1);
+    EXPECT_EQ(v.first->y, 2);
+    EXPECT_EQ(v.first->c, 2);
+    EXPECT_EQ(v.first->expected, reference.at(1, 2, 2));
+    EXPECT_EQ(v.first->value, actual.at(1, 2, 2));
+    EXPECT_NE(v.summary().find("3 of 72 values differ; first at x=1 y=2 c=2"), std::string::npos) << v.summary();
+}
+
+TEST(Verify, RefusesImagesOfDifferentShapes) {
+    const ImageU8 a(4, 4, 1), b(4, 4, 1, Layout::soa), c(4, 5, 1);
+    test::expect_error([&] { verify_exact(a, c); }, "a result of the reference's shape");
+    test::expect_error([&] { verify_convolution(a, single(1.0f), Border{}, a, c); }, "reference's shape");
+    EXPECT_TRUE(verify_exact(a, ImageU8(4, 4, 1, Layout::aos, 64)).ok());  // the pitch does not matter
+}
+
+TEST(Verify, ToleratesOneAtAnExactTie) {
+    const ImageU8 input = test::gray_image(1, 1, {1});
+    const Mask half = single(0.5f);  // exact sum 0.5: the reference rounds to 0 (half to even)
+    const ImageU8 reference = reference::convolve(input, half, Border{});
+    ASSERT_EQ(reference.at(0, 0, 0), 0);
+    const Verification v = verify_convolution(input, half, Border{}, reference, test::gray_image(1, 1, {1}));
+    EXPECT_TRUE(v.ok()) << v.summary();
+    EXPECT_EQ(v.tolerated, 1u);
+    EXPECT_EQ(v.summary(), "ok: 1 values equal, 1 within the fp32 tie bound");
+    // Two away from the tie's neighbours is a bug.
+    EXPECT_FALSE(verify_convolution(input, half, Border{}, reference, test::gray_image(1, 1, {2})).ok());
+}
+
+TEST(Verify, RefusesOneAwayFromATie) {
+    const ImageU8 input = test::gray_image(2, 1, {5, 200});
+    const Mask identity = single(1.0f);
+    const ImageU8 reference = reference::convolve(input, identity, Border{});
+    const Verification v = verify_convolution(input, identity, Border{}, reference, test::gray_image(2, 1, {5, 201}));
+    EXPECT_FALSE(v.ok());
+    EXPECT_EQ(v.tolerated, 0u);
+    EXPECT_NE(v.summary().find("1 of 2 values differ; first at x=1 y=0 c=0: 201, reference 200"), std::string::npos);
+}
+
+TEST(Verify, RefusesOneJustOutsideTheBound) {
+    // 0.5 + 2^-24 is one fp32 step above the tie: more than the bound for one tap (~3e-8) away.
+    const ImageU8 input = test::gray_image(1, 1, {1});
+    const Mask above = single(std::nextafter(0.5f, 1.0f));
+    const ImageU8 reference = reference::convolve(input, above, Border{});
+    ASSERT_EQ(reference.at(0, 0, 0), 1);
+    EXPECT_GT(std::nextafter(0.5f, 1.0f) - 0.5, fp32_tie_bound(1, 0.5));
+    EXPECT_FALSE(verify_convolution(input, above, Border{}, reference, test::gray_image(1, 1, {0})).ok());
+}
+
+TEST(Verify, SaturatedValuesHaveNoTie) {
+    const ImageU8 input = test::gray_image(2, 1, {255, 1});
+    const Mask m = single(1.0019608f);  // 255 * m = 255.5: above 255, saturation decides, not rounding
+    const ImageU8 reference = reference::convolve(input, m, Border{});
+    ASSERT_EQ(reference.at(0, 0, 0), 255);
+    EXPECT_FALSE(verify_convolution(input, m, Border{}, reference, test::gray_image(2, 1, {254, 1})).ok());
+}
+
+TEST(Verify, TieBoundGrowsWithTapsAndMagnitude) {
+    EXPECT_NEAR(fp32_tie_bound(961, 255.0), 961 * 255.0 * std::ldexp(1.0, -24), 1e-6);  // ~0.0146
+    EXPECT_LT(fp32_tie_bound(9, 255.0), fp32_tie_bound(961, 255.0));
+    EXPECT_EQ(fp32_tie_bound(9, 0.0), 0.0);
+}
+
+// The kernels' arithmetic on the CPU: fp32 products and FMAs, summed in a chosen order.
+ImageU8 fp32_convolve(const ImageU8& in, const Mask& mask, Border border, bool backwards) {
+    ImageU8 out(in.shape());
+    const int taps = mask.width() * mask.height();
+    for (int y = 0; y < in.height(); ++y)
+        for (int x = 0; x < in.width(); ++x)
+            for (int c = 0; c < in.channels(); ++c) {
+                float acc = 0.0f;
+                for (int k = 0; k < taps; ++k) {
+                    const int t = backwards ? taps - 1 - k : k;
+                    const int i = t % mask.width(), j = t / mask.width();
+                    const float v = sample(in.view(), x + i - mask.radius_x(), y + j - mask.radius_y(), c, border);
+                    acc = std::fma(mask.at(i, j), v, acc);
+                }
+                out.at(x, y, c) = saturate_round_u8(acc);
+            }
+    return out;
+}
+
+// A w x h mask whose coefficients are all float(1 / (2wh)): on a flat region of odd values v the
+// exact sum is v/2 plus a little float error, right next to a tie.
+Mask near_half(int w, int h) {
+    const float c = 1.0f / static_cast<float>(2 * w * h);
+    return Mask(w, h, std::vector<float>(static_cast<std::size_t>(w * h), c), "near_half");
+}
+
+TEST(Verify, Fp32AccumulationAlwaysPassesTheRule) {
+    // Flat regions of odd values under near_half masks put many exact sums next to ties.
+    std::mt19937 rng(7);
+    std::size_t tolerated = 0;
+    for (int k : {3, 5, 7, 9, 11, 15, 21, 31}) {
+        for (const Mask& mask : {masks::box(k), masks::gaussian(k), masks::unsharp(k, 0.0, 1.5), near_half(k, 1),
+                                 near_half(1, k), near_half(k, k)}) {
+            ImageU8 input = test::random_image({23, 19, 1, Layout::aos}, rng());
+            for (int y = 0; y < 10; ++y)
+                for (int x = 0; x < 23; ++x) input.at(x, y, 0) = static_cast<std::uint8_t>(x < 12 ? 1 : 3);
+            const ImageU8 reference = reference::convolve(input, mask, Border{BorderMode::constant, 2});
+            for (bool backwards : {false, true}) {
+                const ImageU8 actual = fp32_convolve(input, mask, Border{BorderMode::constant, 2}, backwards);
+                const Verification v = verify_convolution(input, mask, Border{BorderMode::constant, 2}, reference, actual);
+                EXPECT_TRUE(v.ok()) << mask.name() << (backwards ? " backwards: " : ": ") << v.summary();
+                tolerated += v.tolerated;
+            }
+        }
+    }
+    EXPECT_GT(tolerated, 0u) << "the cases should reach a tie at least once, or this test proves little";
+}
+
+}  // namespace
+}  // namespace klab
