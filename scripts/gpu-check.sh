@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's check, in one call (e.g. through the device tool):
 #   configure and build with the release preset, run every test (cpu and gpu labels), run the
-#   GPU tests under compute-sanitizer (memcheck, racecheck, initcheck, synccheck), record the
-#   device, and print a short summary last. Logs go to $OUT (default build/gpu-check).
+#   GPU tests under compute-sanitizer (memcheck, racecheck, initcheck, synccheck; the conformance
+#   suite on its reduced table), record the device, and print a short summary last. Logs go to $OUT (default build/gpu-check).
 # Usage: bash scripts/gpu-check.sh            (KLAB_SANITIZE_FILTER='Suite.*' narrows the sanitizer runs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,7 @@ if [[ $build -eq 0 ]]; then
   info=$?
   ctest --preset release --output-on-failure >"$OUT/ctest.log" 2>&1
   tests=$?
+  conformance_cases=$(./build/release/tests/klab-tests-gpu --gtest_list_tests --gtest_filter='Variants/Conformance.*' | grep -c '^  ')
   ctest --preset sanitize -V >"$OUT/sanitize.log" 2>&1
   sanitize=$?
 fi
@@ -37,6 +38,8 @@ fi
   echo "klab info               : $(status $info)"
   echo "ctest (cpu + gpu)       : $(status $tests) -- $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n1)"
   echo "  gpu tests skipped     : $(grep -c 'Skipped' "$OUT/ctest.log" 2>/dev/null)"
+  echo "  conformance           : ${conformance_cases:-?} cases (variant x problem), one CTest test per variant:"
+  grep -E 'gpu\.conformance\.' "$OUT/ctest.log" 2>/dev/null | sed 's/^ */    /' 
   echo "compute-sanitizer       : $(status $sanitize)"
   grep -E 'sanitize\.[a-z]+ .*(Passed|Failed|\*\*\*)' "$OUT/sanitize.log" 2>/dev/null | sed 's/^/  /'
   grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize.log" 2>/dev/null | sort | uniq -c | sed 's/^/  /'
