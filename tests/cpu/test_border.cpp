@@ -7,7 +7,7 @@
 #include "harness/border.hpp"
 #include "harness/error.hpp"
 #include "harness/reference/reference.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

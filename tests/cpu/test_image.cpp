@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/image.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

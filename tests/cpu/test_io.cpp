@@ -18,7 +18,7 @@
 
 #include "harness/error.hpp"
 #include "harness/io/image_io.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "harness/filter_spec.hpp"
 #include "harness/mask.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "harness/problem.hpp"
 #include "harness/variant.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "harness/synth.hpp"
-#include "tests/cpu/test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -11,7 +11,7 @@
 #include "harness/reference/reference.hpp"
 #include "harness/sampling.hpp"
 #include "harness/verify.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {

@@ -27,6 +27,7 @@
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
 #include "harness/verify.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
@@ -141,12 +142,7 @@ const ImageU8& input_of(std::size_t index) {
     auto found = inputs.find(index);
     if (found == inputs.end()) {
         const ConformanceCase& c = table()[index];
-        ImageU8 image(c.problem.shape);
-        std::mt19937 rng(c.seed);
-        for (int y = 0; y < image.height(); ++y)
-            for (int x = 0; x < image.width(); ++x)
-                for (int ch = 0; ch < image.channels(); ++ch) image.at(x, y, ch) = static_cast<std::uint8_t>(rng() >> 24);
-        found = inputs.emplace(index, std::move(image)).first;
+        found = inputs.emplace(index, test::random_image(c.problem.shape, c.seed)).first;
     }
     return found->second;
 }

@@ -2,10 +2,10 @@
 // count, awkward sizes and pitches, and refuses mismatched shapes and in-place conversion.
 #include <gtest/gtest.h>
 
-#include <random>
 
 #include "harness/device_layout.hpp"
 #include "harness/reference/reference.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
@@ -13,22 +13,13 @@ namespace {
 
 class DeviceLayout : public test::GpuTest {};
 
-ImageU8 random_image(ImageShape shape, std::uint32_t seed) {
-    ImageU8 image(shape);
-    std::mt19937 rng(seed);
-    for (int y = 0; y < shape.height; ++y)
-        for (int x = 0; x < shape.width; ++x)
-            for (int c = 0; c < shape.channels; ++c) image.at(x, y, c) = static_cast<std::uint8_t>(rng() >> 24);
-    return image;
-}
-
 TEST_F(DeviceLayout, ConvertsBothWaysLikeTheReference) {
     std::uint32_t seed = 1;
     for (auto [w, h] : {std::pair{1, 1}, std::pair{17, 13}, std::pair{33, 1}, std::pair{641, 479}}) {
         for (int channels : {1, 3, 4}) {
             for (Layout from : {Layout::aos, Layout::soa}) {
                 const Layout to = from == Layout::aos ? Layout::soa : Layout::aos;
-                const ImageU8 host = random_image(ImageShape{w, h, channels, from}, seed++);
+                const ImageU8 host = test::random_image(ImageShape{w, h, channels, from}, seed++);
                 const DeviceImage<std::uint8_t> device(host);
                 const DeviceImage<std::uint8_t> converted = to_layout(device, to);
                 EXPECT_EQ(converted.shape().layout, to);

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <random>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,21 +13,13 @@
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
 #include "harness/verify.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
 namespace {
 
 constexpr std::uint8_t kSentinel = 0x5A;
-
-ImageU8 random_image(ImageShape shape, std::uint32_t seed) {
-    ImageU8 image(shape);
-    std::mt19937 rng(seed);
-    for (int y = 0; y < shape.height; ++y)
-        for (int x = 0; x < shape.width; ++x)
-            for (int c = 0; c < shape.channels; ++c) image.at(x, y, c) = static_cast<std::uint8_t>(rng() >> 24);
-    return image;
-}
 
 // A valid 40x30x3 problem with its device buffers; each test breaks one thing.
 class VariantErrors : public test::GpuTest {
@@ -38,7 +29,7 @@ protected:
         if (IsSkipped()) return;
         problem = convolve_problem(ImageShape{40, 30, 3, Layout::aos}, masks::gaussian(5), Border{});
         in = DeviceImage<std::uint8_t>(problem.shape);
-        in.upload(random_image(problem.shape, 5));
+        in.upload(test::random_image(problem.shape, 5));
         out = DeviceImage<std::uint8_t>(problem.shape);
         KLAB_CUDA_CHECK(cudaMemset(out.view().data, kSentinel, out.capacity_bytes()));
         mask = std::make_unique<DeviceMask>(*problem.mask);
@@ -72,8 +63,8 @@ protected:
 
 TEST_F(VariantErrors, TheValidCallRuns) {
     run(Registry::instance().get("conv.global"), problem, buffers, LaunchShape{32, 8, {}});
-    const ImageU8 expected = reference::convolve(random_image(problem.shape, 5), *problem.mask, problem.border);
-    EXPECT_TRUE(verify_convolution(random_image(problem.shape, 5), *problem.mask, problem.border, expected,
+    const ImageU8 expected = reference::convolve(test::random_image(problem.shape, 5), *problem.mask, problem.border);
+    EXPECT_TRUE(verify_convolution(test::random_image(problem.shape, 5), *problem.mask, problem.border, expected,
                                    out.download())
                     .ok());
 }
@@ -170,7 +161,7 @@ TEST_F(VariantErrors, ShapesTheVariantRefuses) {
 TEST_F(VariantErrors, TileAbove48KiBOptsInAndVerifies) {
     // 1024x1 threads, a 31x31 mask and 4 channels: a (1024+30) x 31 x 4 = 130696-byte tile.
     problem = convolve_problem(ImageShape{2500, 40, 4, Layout::aos}, masks::box(31), Border{BorderMode::reflect, 0});
-    const ImageU8 input = random_image(problem.shape, 9);
+    const ImageU8 input = test::random_image(problem.shape, 9);
     DeviceImage<std::uint8_t> big_in(input);
     DeviceImage<std::uint8_t> big_out(problem.shape);
     const DeviceMask big_mask(*problem.mask);
