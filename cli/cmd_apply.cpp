@@ -1,23 +1,33 @@
 // klab apply: filter an image file. The CPU backend runs the reference; the GPU backend runs a
-// registered variant (none is registered yet, so it says so).
+// registered variant (harness/variant.hpp), chosen by name or the first that supports the problem.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "harness/border.hpp"
+#include "harness/cuda_check.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_run.hpp"
 #include "harness/error.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/numeric.hpp"
 #include "harness/parallel.hpp"
+#include "harness/problem.hpp"
 #include "harness/reference/reference.hpp"
+#include "harness/variant.hpp"
+#include "harness/verify.hpp"
 
 namespace klab::cli {
 
@@ -30,6 +40,8 @@ struct ApplyOptions {
     std::string filter;
     std::string border = "replicate";
     int threads = 0;
+    std::string block;    // empty: the variant's default shape for the problem
+    bool verify = false;  // GPU only: compare with the CPU reference before writing
     std::string input;
     std::string output;
 };
@@ -77,23 +89,32 @@ ImageU8 apply_on_cpu(const ImageU8& image, const FilterSpec& spec, Border border
     throw Error("unknown operation");
 }
 
-void run_apply(const ApplyOptions& o) {
-    // Check everything that can be checked before the filtering starts, so a typo costs nothing.
-    const FilterSpec spec = parse_filter_spec(o.filter);
-    const Border border = parse_border(o.border);
-    const Layout layout = parse_layout(o.layout);
-    const int threads = resolve_threads(o.threads);
-    if (o.backend == "gpu") {
-        const DeviceQuery devices = query_devices();
-        throw Error(fmt::format("--backend gpu: no GPU variant is registered in this build{}",
-                                devices.devices.empty() ? fmt::format(" and {}", devices.no_device_reason) : ""),
-                    "--backend cpu (`klab list` shows the registered variants)");
-    }
+// "box:5 (convolve 5x5)"
+std::string filter_text(const ApplyOptions& o, const FilterSpec& spec) {
+    return fmt::format("{} ({}{})", o.filter, to_string(spec.operation),
+                       spec.mask ? fmt::format(" {}x{}", spec.mask->width(), spec.mask->height()) : std::string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU backend
+
+// The GPU-only options make no sense for the reference; say so instead of ignoring them.
+void check_cpu_options(const ApplyOptions& o) {
     if (o.variant != "auto") {
         throw Error(fmt::format("--variant {} with --backend cpu: the CPU backend always runs the reference", o.variant),
                     "--variant with --backend gpu only");
     }
+    if (!o.block.empty()) {
+        throw Error(fmt::format("--block {} with --backend cpu: the CPU reference has no launch shape", o.block),
+                    "--block with --backend gpu only");
+    }
+    if (o.verify) {
+        throw Error("--verify with --backend cpu: the CPU backend is the reference itself", "--verify with --backend gpu only");
+    }
+}
 
+void run_apply_cpu(const ApplyOptions& o, const FilterSpec& spec, Border border, Layout layout, int threads) {
+    check_cpu_options(o);
     ImageU8 image = io::read_image(o.input);
     const ImageShape input_shape = image.shape();
     io::check_writable(o.output, spec.operation == Operation::sobel ? 1 : input_shape.channels);
@@ -105,11 +126,137 @@ void run_apply(const ApplyOptions& o) {
 
     if (result.layout() != Layout::aos) result = reference::to_layout(result, Layout::aos);
     io::write_image(o.output, result);
-    fmt::print("{} -> {}: {} ({}{}) with border {} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms\n", o.input, o.output,
-               o.filter, to_string(spec.operation),
-               spec.mask ? fmt::format(" {}x{}", spec.mask->width(), spec.mask->height()) : std::string(),
-               to_string(border), threads, threads == 1 ? "" : "s", input_shape.width, input_shape.height,
-               input_shape.channels, to_string(layout), seconds * 1e3);
+    fmt::print("{} -> {}: {} with border {} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms\n", o.input, o.output,
+               filter_text(o, spec), to_string(border), threads, threads == 1 ? "" : "s", input_shape.width,
+               input_shape.height, input_shape.channels, to_string(layout), seconds * 1e3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU backend: option checks first (no device needed, so they are testable anywhere)
+
+constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, mask:FILE";
+
+// The CLI runs convolutions on the GPU only (a device mask, verify_convolution); say which op lacks what.
+void require_gpu_operation(const FilterSpec& spec) {
+    const Operation op = spec.operation;
+    const bool registered = !Registry::instance().for_op(op).empty();
+    if (op == Operation::convolve && registered) return;
+    const std::string problem =
+        registered ? fmt::format("--backend gpu --filter {}: klab apply does not run {} on the GPU yet", spec.text, to_string(op))
+                   : fmt::format("--backend gpu --filter {}: no GPU variant of {} is registered in this build", spec.text,
+                                 to_string(op));
+    if (op == Operation::convolve) throw Error(problem, "--backend cpu");
+    throw Error(problem, fmt::format("--backend cpu for {}, or --backend gpu with a convolution filter ({})", to_string(op),
+                                     kGpuFilters));
+}
+
+// nullptr for "auto"; otherwise the named variant, which must compute the filter's op.
+const Variant* requested_variant(const ApplyOptions& o, const FilterSpec& spec) {
+    if (o.variant == "auto") return nullptr;
+    const Variant& variant = Registry::instance().get(o.variant);  // its error lists the names
+    if (variant.op() != spec.operation) {
+        std::vector<std::string> names;
+        for (const Variant* v : Registry::instance().for_op(spec.operation)) names.push_back(v->name());
+        throw Error(fmt::format("--variant {} computes {}, the filter {} is a {}", o.variant, to_string(variant.op()),
+                                spec.text, to_string(spec.operation)),
+                    fmt::format("auto, {}", fmt::join(names, ", ")));
+    }
+    return &variant;
+}
+
+// The name of the CUDA device the run uses (the current one, 0), or an error without one.
+std::string require_device() {
+    const DeviceQuery query = query_devices();
+    if (query.devices.empty()) {
+        throw Error(fmt::format("--backend gpu: {}", query.no_device_reason), "--backend cpu on a machine without a CUDA device");
+    }
+    int current = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&current));
+    for (const DeviceInfo& d : query.devices) {
+        if (d.index == current) return d.name;
+    }
+    return query.devices.front().name;
+}
+
+// The variant's default shape for the problem, with the block replaced by --block when given
+// (declared parameters keep their defaults: --block sets only the block).
+LaunchShape launch_shape(const Variant& variant, const Problem& problem, const std::optional<LaunchShape>& block) {
+    LaunchShape shape = variant.default_shape(problem);
+    if (block) {
+        shape.block_x = block->block_x;
+        shape.block_y = block->block_y;
+    }
+    return shape;
+}
+
+// "auto": the first registered variant (sorted by name) that supports the problem and the shape.
+const Variant& auto_variant(const Problem& problem, const std::optional<LaunchShape>& block) {
+    std::vector<std::string> refusals;
+    for (const Variant* v : Registry::instance().for_op(problem.op)) {
+        Support support = v->supports(problem);
+        if (support) support = v->check_shape(problem, launch_shape(*v, problem, block));
+        if (support) return *v;
+        refusals.push_back(fmt::format("{}: {}", v->name(), support.reason()));
+    }
+    throw Error(fmt::format("no registered variant runs {}{} ({})", to_string(problem),
+                            block ? " with block " + to_string(*block) : std::string(), fmt::join(refusals, "; ")),
+                "the problems and blocks `klab list` shows for each variant");
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU backend: the run
+
+// The CPU reference's verdict on `actual`; a failure throws, so nothing is written.
+std::string verify_against_reference(const ApplyOptions& o, const Variant& variant, const Problem& problem,
+                                     const ImageU8& image, const ImageU8& actual, int threads) {
+    const ImageU8 expected = reference::convolve(image, *problem.mask, problem.border, threads, terminal_progress());
+    const Verification verification = verify_convolution(image, *problem.mask, problem.border, expected, actual);
+    if (!verification.ok()) {
+        throw Error(fmt::format("--verify: {} differs from the CPU reference: {}; {} was not written", variant.name(),
+                                verification.summary(), o.output),
+                    "equal values, or 1 apart next to an fp32 rounding tie (harness/verify.hpp)");
+    }
+    return verification.summary();
+}
+
+void run_apply_gpu(const ApplyOptions& o, const FilterSpec& spec, Border border, Layout layout, int threads) {
+    require_gpu_operation(spec);
+    const std::optional<LaunchShape> block =
+        o.block.empty() ? std::nullopt : std::optional<LaunchShape>(parse_block_shape(o.block));
+    const Variant* requested = requested_variant(o, spec);
+    const std::string device = require_device();
+
+    const ImageU8 image = io::read_image(o.input);
+    const ImageShape input_shape = image.shape();
+    io::check_writable(o.output, input_shape.channels);
+    const Problem problem =
+        convolve_problem({input_shape.width, input_shape.height, input_shape.channels, layout}, *spec.mask, border);
+    const Variant& variant = requested != nullptr ? *requested : auto_variant(problem, block);
+    const LaunchShape shape = launch_shape(variant, problem, block);
+
+    const DeviceRun result = run_on_device(variant, problem, image, shape);
+    const std::string verdict = o.verify ? verify_against_reference(o, variant, problem, image, result.output, threads) : "";
+    io::write_image(o.output, result.output);
+    fmt::print("{} -> {}: {} with border {} on gpu ({}), variant {}{}, block {}, {}x{}x{} {}: {:.3f} ms GPU time "
+               "(CUDA events around one launch after a warm-up)\n",
+               o.input, o.output, filter_text(o, spec), to_string(border), device, variant.name(),
+               requested != nullptr ? "" : " (auto: the first registered variant that supports the problem)",
+               to_string(shape), input_shape.width, input_shape.height, input_shape.channels, to_string(layout),
+               result.launch_milliseconds);
+    if (o.verify) fmt::print("verified against the CPU reference: {}\n", verdict);
+}
+
+void run_apply(const ApplyOptions& o) {
+    // Check everything that can be checked before the filtering starts, so a typo costs nothing.
+    const FilterSpec spec = parse_filter_spec(o.filter);
+    const Border border = parse_border(o.border);
+    const Layout layout = parse_layout(o.layout);
+    const int threads = resolve_threads(o.threads);
+    if (o.backend == "gpu") {
+        run_apply_gpu(o, spec, border, layout, threads);
+    } else {
+        run_apply_cpu(o, spec, border, layout, threads);
+    }
 }
 
 }  // namespace
@@ -120,8 +267,12 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--backend", o->backend, "Where to run: cpu (the reference) or gpu (a registered variant)")
         ->check(CLI::IsMember({"cpu", "gpu"}))
         ->capture_default_str();
-    cmd->add_option("--variant", o->variant, "GPU variant name, or auto for the fastest verified one")
+    cmd->add_option("--variant", o->variant,
+                    "GPU variant name (`klab list`), or auto: the first registered one that supports the problem")
         ->capture_default_str();
+    cmd->add_option("--block", o->block, "GPU block shape XxY, e.g. 32x8 (default: the variant's default for the problem)");
+    cmd->add_flag("--verify", o->verify,
+                  "GPU only: also run the CPU reference and compare; a difference is an error and nothing is written");
     cmd->add_option("--layout", o->layout, "Pixel layout during filtering: aos (interleaved) or soa (planar)")
         ->check(CLI::IsMember({"aos", "soa"}))
         ->capture_default_str();

@@ -1,6 +1,7 @@
 // klab run: the main job. On a GPU machine it will tune, benchmark every variant on the seeds'
-// matrix and write results/<gpu>/; today it runs what exists — the CPU reference, sequential
-// and multithreaded, on the seeds' resolutions and mask sizes — and says what is missing.
+// matrix and write results/<gpu>/; today it runs what exists — every GPU variant once, verified
+// against the reference, and the CPU reference, sequential and multithreaded, on the seeds'
+// resolutions and mask sizes — and says what is missing.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,10 +13,13 @@
 
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_run.hpp"
 #include "harness/mask.hpp"
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/synth.hpp"
+#include "harness/variant.hpp"
+#include "harness/verify.hpp"
 
 namespace klab::cli {
 
@@ -43,6 +47,26 @@ void time_row(const std::string& label, const ImageU8& image, const Mask& mask, 
                same_pixels(sequential, parallel) ? "identical" : "DIFFERENT");
 }
 
+// Every registered convolution variant once on an HD image, verified against the reference: a
+// quick check that this GPU runs them right. Timing is klab-bench's job; the launch time shown
+// is one launch after a warm-up.
+void check_gpu_variants() {
+    const synth::Resolution hd = synth::parse_resolution("HD");
+    const ImageU8 image = synth::generate(synth::Pattern::natural, hd.width, hd.height, 3);
+    const Mask mask = masks::gaussian(5);
+    const Border border{BorderMode::replicate, 0};
+    const ImageU8 expected = reference::convolve(image, mask, border, 0);
+    const Problem problem = convolve_problem(image.shape(), mask, border);
+    fmt::print("GPU variants, each run once on HD natural RGB, gauss5, replicate, default block, verified:\n");
+    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        const LaunchShape shape = variant->default_shape(problem);
+        const DeviceRun run = run_on_device(*variant, problem, image, shape);
+        const Verification v = verify_convolution(image, mask, border, expected, run.output);
+        fmt::print("  {:<20} block {:<6} {:>9.3f} ms  {}\n", variant->name(), to_string(shape), run.launch_milliseconds,
+                   v.summary());
+    }
+}
+
 void run_study(const RunOptions& o) {
     const DeviceQuery query = query_devices();
     if (query.devices.empty()) {
@@ -51,7 +75,8 @@ void run_study(const RunOptions& o) {
         fmt::print("GPU: {} (compute capability {}.{}, {} SMs)\n", query.devices[0].name, query.devices[0].cc_major,
                    query.devices[0].cc_minor, query.devices[0].sm_count);
     }
-    fmt::print("Not built yet, so not run: GPU variants (kernels/), the autotuner, klab-bench and results/<gpu>/.\n\n");
+    if (!query.devices.empty()) check_gpu_variants();
+    fmt::print("Not built yet, so not run: the autotuner, klab-bench and results/<gpu>/.\n\n");
 
     const int threads = resolve_threads(o.threads);
     std::vector<synth::Resolution> resolutions;

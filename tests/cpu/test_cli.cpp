@@ -3,15 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "harness/device_info.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/reference/reference.hpp"
 #include "tests/common/run_command.hpp"
-#include "test_util.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -53,7 +57,8 @@ TEST_F(Cli, WrongArgumentsNameThemselvesAndWhatIsAllowed) {
     expect_failure("apply --filter box:3 " + (dir / "missing.png").string() + " " + out, "missing.png");
     expect_failure("apply --filter box:3 " + input + " " + (dir / "out.tiff").string(), "out.tiff");
     expect_failure("apply --filter box:3 --variant conv.global " + input + " " + out, "--variant");
-    expect_failure("apply --backend gpu --filter box:3 " + input + " " + out, "no GPU variant is registered");
+    expect_failure("apply --filter box:3 --block 32x8 " + input + " " + out, "--block 32x8 with --backend cpu");
+    expect_failure("apply --filter box:3 --verify " + input + " " + out, "--verify with --backend cpu");
     expect_failure("apply " + input + " " + out, "--filter is required");
     expect_failure("frobnicate", "frobnicate");
     expect_failure("apply --threads 5000 --filter box:3 " + input + " " + out, "--threads");
@@ -92,9 +97,91 @@ TEST_F(Cli, InfoAndListAnswerWithoutAGpu) {
     const Result json = klab_cli("info --json");
     EXPECT_EQ(json.exit_code, 0);
     EXPECT_NE(json.output.find("\"devices\""), std::string::npos);
-    const Result list = klab_cli("list");
-    EXPECT_EQ(list.exit_code, 0);
-    EXPECT_NE(list.output.find("no variants are registered"), std::string::npos);
+    EXPECT_EQ(klab_cli("list").exit_code, 0);
+}
+
+const char* const kVariants[] = {"conv.constant", "conv.global", "conv.halo_tiled", "conv.tiled_2batch"};
+
+TEST_F(Cli, ListNamesEveryVariantAndWhatItSupports) {
+    const Result r = klab_cli("list");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const char* name : kVariants) {
+        const std::size_t at = r.output.find(std::string("\n") + name + " (convolve)");
+        ASSERT_NE(at, std::string::npos) << name << "\n" << r.output;
+        // The variant's own block, up to the next blank line, says what it supports.
+        const std::string block = r.output.substr(at, r.output.find("\n\n", at + 1) - at);
+        EXPECT_NE(block.find("supports:      channels 1,3,4 · aos,soa · borders all · masks 1x1..31x31"),
+                  std::string::npos)
+            << block;
+        EXPECT_NE(block.find("default block: 32x"), std::string::npos) << block;
+        EXPECT_EQ(block.find("not supported"), std::string::npos) << block;
+    }
+    // conv.halo_tiled's default block grows with the mask.
+    EXPECT_NE(r.output.find("32x32 (masks 17x17..31x31)"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, ListJsonParsesAndNamesEveryVariant) {
+    const Result r = klab_cli("list --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json json = nlohmann::json::parse(r.output);
+    EXPECT_TRUE(json.at("registry_errors").empty());
+    std::vector<std::string> names;
+    for (const auto& v : json.at("variants")) {
+        names.push_back(v.at("name").get<std::string>());
+        EXPECT_EQ(v.at("op"), "convolve");
+        EXPECT_EQ(v.at("supports").at("supported"), v.at("supports").at("probed")) << v.dump(2);
+        EXPECT_EQ(v.at("supports").at("channels"), nlohmann::json({1, 3, 4}));
+        EXPECT_TRUE(v.at("unsupported").empty()) << v.dump(2);
+        EXPECT_FALSE(v.at("default_shapes").empty());
+    }
+    EXPECT_EQ(names, std::vector<std::string>(std::begin(kVariants), std::end(kVariants)));
+}
+
+// These are checked before any device call, so they answer the same with or without a GPU.
+TEST_F(Cli, GpuOptionsAreCheckedBeforeTheDevice) {
+    const std::string out = (dir / "out.png").string();
+    const std::string args = " " + input + " " + out;
+    expect_failure("apply --backend gpu --variant nosuch --filter box:3" + args,
+                   "no variant named \"nosuch\"; allowed: conv.constant, conv.global, conv.halo_tiled, conv.tiled_2batch");
+    expect_failure("apply --backend gpu --block 64x --filter box:3" + args, "block shape \"64x\"; allowed: XxY");
+    expect_failure("apply --backend gpu --block 0x8 --filter box:3" + args, "block shape \"0x8\"");
+    expect_failure("apply --backend gpu --filter sobel" + args, "no GPU variant of sobel is registered");
+    expect_failure("apply --backend gpu --filter sobel" + args, "--backend cpu for sobel");
+    expect_failure("apply --backend gpu --filter integral" + args, "no GPU variant of integral is registered");
+    EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Cli, ApplyOnGpuRunsAVariantOrNamesTheMissingDevice) {
+    const std::string out = (dir / "out.png").string();
+    const std::string args = " " + input + " " + out;
+    if (!cuda_device_available()) {
+        expect_failure("apply --backend gpu --filter box:3" + args, "--backend gpu: no CUDA device found");
+        expect_failure("apply --backend gpu --variant conv.global --block 16x16 --verify --filter box:3" + args,
+                       "no CUDA device found");
+        EXPECT_FALSE(fs::exists(out));
+        return;
+    }
+    const Result automatic = klab_cli("apply --backend gpu --verify --filter gaussian:5 --border mirror" + args);
+    ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
+    EXPECT_NE(automatic.output.find("variant conv.constant (auto"), std::string::npos) << automatic.output;
+    EXPECT_NE(automatic.output.find("verified against the CPU reference: ok"), std::string::npos) << automatic.output;
+    // An integer mask must match the reference exactly, in either layout, with any variant and block.
+    const ImageU8 expected = reference::convolve(io::read_image(input), masks::laplacian(), {BorderMode::wrap, 0});
+    for (const char* variant : kVariants) {
+        for (const char* layout : {"aos", "soa"}) {
+            fs::remove(out);
+            const Result r = klab_cli(fmt::format("apply --backend gpu --variant {} --block 16x16 --layout {} --verify "
+                                                  "--filter laplacian --border wrap{}",
+                                                  variant, layout, args));
+            ASSERT_EQ(r.exit_code, 0) << r.output;
+            EXPECT_NE(r.output.find(fmt::format("variant {}, block 16x16", variant)), std::string::npos) << r.output;
+            EXPECT_TRUE(same_pixels(io::read_image(out), expected)) << variant << " " << layout;
+        }
+    }
+    // A block the variant refuses is named, and nothing is written.
+    fs::remove(out);
+    expect_failure("apply --backend gpu --variant conv.halo_tiled --block 8x8 --filter box:9" + args, "block 8x8");
+    EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(Cli, ApplyOnCpuWritesWhatTheReferenceComputes) {
