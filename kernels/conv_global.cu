@@ -7,8 +7,11 @@
 // AoS or SoA, any pitch, any size). Border handling is per tap through border_index().
 // Deliberately not done: no reuse of neighbouring threads' reads, no vector loads, no
 // separability — it is the baseline the other variants are measured against.
-// Measured: not benchmarked yet (klab-bench arrives with its own issue); verified on an NVIDIA
-// H200 against the CPU reference over the conformance table (tests/gpu/test_conformance.cpp).
+// Measured on an NVIDIA H200, 8K RGB AoS, replicate, default block, one kernel,
+// L2 flushed, by Nsight Compute (`bash scripts/kernel-times.sh gaussian:3 gaussian:9 box:31`):
+// gauss3 1296 us, gauss9 10145 us, box31 116008 us. For scale (BASELINES.md, not this run): NPP's
+// Gaussian takes 144 us (3x3) and 614 us (9x9); the 8K RGB copy floor is 57.9 us. Verified
+// against the CPU reference over the conformance table (tests/gpu/test_conformance.cpp).
 #include <cstdint>
 
 #include "harness/kernel_launch.hpp"
