@@ -10,10 +10,12 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
 #include "harness/device_run.hpp"
+#include "harness/error.hpp"
 #include "harness/mask.hpp"
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
@@ -58,12 +60,19 @@ void check_gpu_variants() {
     const ImageU8 expected = reference::convolve(image, mask, border, 0);
     const Problem problem = convolve_problem(image.shape(), mask, border);
     fmt::print("GPU variants, each run once on HD natural RGB, gauss5, replicate, default block, verified:\n");
+    std::vector<std::string> failed;
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
         const LaunchShape shape = variant->default_shape(problem);
         const DeviceRun run = run_on_device(*variant, problem, image, shape);
         const Verification v = verify_convolution(image, mask, border, expected, run.output);
         fmt::print("  {:<20} block {:<6} {:>9.3f} ms  {}\n", variant->name(), to_string(shape), run.launch_milliseconds,
                    v.summary());
+        if (!v.ok()) failed.push_back(variant->name());
+    }
+    // A wrong result is a defect of this build on this GPU, not a figure: stop with an error.
+    if (!failed.empty()) {
+        throw Error(fmt::format("GPU variants differ from the CPU reference on this device: {}", fmt::join(failed, ", ")),
+                    "results equal to the reference (run `ctest --preset release` and report the failure)");
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -162,10 +163,23 @@ ElementType expected_output_type(const Problem& problem) {
                : ElementType::u64;
 }
 
+// Addresses as integers: pointers into different allocations may not be compared with <.
 struct ByteRange {
-    const unsigned char* begin;
-    const unsigned char* end;
+    std::uintptr_t begin;
+    std::uintptr_t end;
 };
+
+// Throws unless `pointer` is device memory of the current device (a host pointer would fault in
+// the kernel and poison the CUDA context).
+void require_device_memory(const void* pointer, const std::string& what, const std::string& needed) {
+    cudaPointerAttributes attributes{};
+    KLAB_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    if (attributes.type != cudaMemoryTypeDevice || attributes.device != device) {
+        throw Error(fmt::format("{} is not device memory of the current device {}", what, device), needed);
+    }
+}
 
 // Checks one image buffer against what the problem needs; returns the bytes it spans.
 ByteRange check_buffer(const std::string& who, const char* role, const DeviceBuffer& buffer,
@@ -183,22 +197,18 @@ ByteRange check_buffer(const std::string& who, const char* role, const DeviceBuf
         throw Error(fmt::format("{}: the {} buffer's pitch is {} bytes", who, role, buffer.pitch_bytes),
                     fmt::format("at least the {} bytes of a row, a multiple of {}", row_bytes, element_bytes(type)));
     }
-    const std::size_t span = static_cast<std::size_t>(shape.rows() - 1) * buffer.pitch_bytes + row_bytes;
-    if (buffer.capacity_bytes < span) {
-        throw Error(fmt::format("{}: the {} buffer holds {} bytes, the image spans {}", who, role,
-                                buffer.capacity_bytes, span),
-                    fmt::format("a buffer of at least {} bytes ({} rows of pitch {})", span, shape.rows(),
-                                buffer.pitch_bytes));
+    // (rows - 1) * pitch + row <= capacity, tested without overflow for any declared pitch.
+    const std::size_t rows_before_last = static_cast<std::size_t>(shape.rows() - 1);
+    const bool fits = buffer.capacity_bytes >= row_bytes &&
+                      (rows_before_last == 0 || buffer.pitch_bytes <= (buffer.capacity_bytes - row_bytes) / rows_before_last);
+    const std::size_t span = fits ? rows_before_last * buffer.pitch_bytes + row_bytes : 0;
+    if (!fits) {
+        throw Error(fmt::format("{}: the {} buffer holds {} bytes, less than {} rows of pitch {} span", who, role,
+                                buffer.capacity_bytes, shape.rows(), buffer.pitch_bytes),
+                    fmt::format("a buffer of at least (rows - 1) * pitch + {} bytes", row_bytes));
     }
-    cudaPointerAttributes attributes{};
-    KLAB_CUDA_CHECK(cudaPointerGetAttributes(&attributes, buffer.data));
-    int device = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&device));
-    if (attributes.type != cudaMemoryTypeDevice || attributes.device != device) {
-        throw Error(fmt::format("{}: the {} buffer is not device memory of the current device {}", who, role, device),
-                    needed);
-    }
-    const auto* begin = static_cast<const unsigned char*>(buffer.data);
+    require_device_memory(buffer.data, fmt::format("{}: the {} buffer", who, role), needed);
+    const auto begin = reinterpret_cast<std::uintptr_t>(buffer.data);
     return {begin, begin + span};
 }
 
@@ -218,6 +228,13 @@ void check_buffers(const std::string& who, const Problem& problem, const DeviceB
         throw Error(fmt::format("{}: the device mask is {}x{}, the problem's {}x{}", who, buffers.mask.width,
                                 buffers.mask.height, mask.width(), mask.height()),
                     "the problem's own mask in device memory (klab::DeviceMask)");
+    }
+    require_device_memory(buffers.mask.data, fmt::format("{}: the mask", who),
+                          "the problem's own mask in device memory (klab::DeviceMask)");
+    const auto mask_begin = reinterpret_cast<std::uintptr_t>(buffers.mask.data);
+    const std::uintptr_t mask_end = mask_begin + mask.coefficients().size() * sizeof(float);
+    if (mask_begin < out.end && out.begin < mask_end) {
+        throw Error(fmt::format("{}: the mask and the output buffer overlap", who), "a mask apart from the output");
     }
 }
 
@@ -300,22 +317,35 @@ LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceB
                     "the problems `klab list` shows for it");
     }
     check_buffers(who, problem, buffers);
-    if (shape.block_x < 1 || shape.block_y < 1) {
-        throw Error(fmt::format("{}: block {}", who, to_string(shape)), "block sides of at least 1");
+    const DeviceLimits& limits = current_device_limits();
+    // The block is checked before the variant's own code sees it (check_shape, kernels).
+    if (shape.block_x < 1 || shape.block_y < 1 || shape.block_x > limits.max_block[0] ||
+        shape.block_y > limits.max_block[1] ||
+        static_cast<long long>(shape.block_x) * shape.block_y > limits.max_threads_per_block) {
+        throw Error(fmt::format("{}: block {} has {} threads", who, to_string(shape),
+                                static_cast<long long>(shape.block_x) * shape.block_y),
+                    fmt::format("block sides of at least 1 and at most {} threads per block on {} (sides up to {}x{})",
+                                limits.max_threads_per_block, limits.name, limits.max_block[0], limits.max_block[1]));
     }
     check_parameters(who, variant.tuning_space(), shape);
     if (const Support support = variant.check_shape(problem, shape); !support) {
         throw Error(fmt::format("{}: block {} for {}: {}", who, to_string(shape), to_string(problem), support.reason()),
                     "a shape the variant accepts");
     }
-    LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape)};
-    const DeviceLimits& limits = current_device_limits();
+    LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape), 0};
+    KLAB_CUDA_CHECK(cudaGetDevice(&plan.device));
     for (const KernelLaunch& k : plan.kernels) check_kernel(who, k, limits);
     return plan;
 }
 
 void launch(const LaunchPlan& plan, cudaStream_t stream) {
     if (plan.variant == nullptr) throw Error("launch of an empty plan", "a plan made by klab::prepare()");
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    if (device != plan.device) {
+        throw Error(fmt::format("launch on device {} of a plan prepared for device {}", device, plan.device),
+                    "the device the plan was prepared on (its buffers and limits belong to it)");
+    }
     plan.variant->enqueue(plan, stream);
 }
 

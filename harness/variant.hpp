@@ -78,7 +78,9 @@ struct DeviceMaskView {
     int height = 0;
 };
 
-// Owns a mask's coefficients in device memory (uploaded once, outside any timed loop).
+// Owns a mask's coefficients in device memory, uploaded once, outside any timed loop. (A variant
+// may still copy them within its launch, as conv.constant does into __constant__ memory: that
+// copy is part of its cost.)
 class DeviceMask {
 public:
     explicit DeviceMask(const Mask& mask);
@@ -129,7 +131,7 @@ struct TuningSpace {
     LaunchShape default_shape;
 };
 
-// The standard block sides: powers of two from 1 (resp. 4) to 1024 threads per side.
+// The standard block sides: x a power of two from 4 to 1024, y from 1 to 256.
 TuningSpace block_tuning_space(LaunchShape default_shape = {});
 
 // ---------------------------------------------------------------------------------------------
@@ -145,13 +147,14 @@ struct KernelLaunch {
 
 class Variant;
 
-// A checked launch: built only by prepare().
+// A checked launch: build it with prepare() only (launch() trusts it), and do not edit it.
 struct LaunchPlan {
     const Variant* variant = nullptr;
     Problem problem;
     DeviceBuffers buffers;
     LaunchShape shape;
     std::vector<KernelLaunch> kernels;
+    int device = 0;  // the device prepare() checked against; launch() refuses another
 };
 
 class Variant {

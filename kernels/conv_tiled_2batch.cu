@@ -7,12 +7,14 @@
 // shared memory instead of global memory. The seeds load in exactly two batches, which is right
 // only while the halo has no more pixels than the block (a 16x16 block with a 5x5 mask: 400 tile
 // pixels, 256 threads). Here the count is computed: load_batches = ceil(tile pixels / threads),
-// e.g. 3 for 16x16 threads and a 9x9 mask, 15 for 8x8 threads and a 31x31 mask.
+// e.g. 3 for 16x16 threads and a 9x9 mask (576 tile pixels), 23 for 8x8 threads and a 31x31 mask
+// (1444 tile pixels).
 // Borders are resolved while loading (border_index per tile pixel), so the inner loop has none.
 // Preconditions: the tile must fit in shared memory: (BX+2rx)*(BY+2ry)*channels bytes, checked
 // by the harness against the device (kernels above 48 KiB opt in). Every border, 1/3/4 channels,
 // AoS or SoA, any pitch, any size. The mask is read through the read-only data cache.
-// Deliberately not done: no register blocking (one output per thread), byte-wide loads.
+// Deliberately not done: no register blocking (one output per thread), no vector loads (every
+// load is one byte).
 // Measured on an NVIDIA H200, 8K RGB AoS, replicate, default block, one kernel,
 // L2 flushed, by Nsight Compute (`bash scripts/kernel-times.sh gaussian:3 gaussian:9 box:31`):
 // gauss3 537 us, gauss9 1997 us, box31 16731 us. For scale (BASELINES.md, not this run): NPP's

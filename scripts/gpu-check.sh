@@ -27,6 +27,9 @@ if [[ $build -eq 0 ]]; then
   ctest --preset release --output-on-failure >"$OUT/ctest.log" 2>&1
   tests=$?
   conformance_cases=$(./build/release/tests/klab-tests-gpu --gtest_list_tests --gtest_filter='Variants/Conformance.*' | grep -c '^  ')
+  # Cases that ran and passed, from the conformance tests' own GoogleTest summaries.
+  conformance_passed=$(awk '/^Command: .*Variants\/Conformance/ {c = 1} c && /\[  PASSED  \] [0-9]+ test/ {sum += $4; c = 0} END {print sum + 0}' \
+    build/release/Testing/Temporary/LastTest.log 2>/dev/null)
   ctest --preset sanitize -V >"$OUT/sanitize.log" 2>&1
   sanitize=$?
 fi
@@ -38,7 +41,7 @@ fi
   echo "klab info               : $(status $info)"
   echo "ctest (cpu + gpu)       : $(status $tests) -- $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n1)"
   echo "  gpu tests skipped     : $(grep -c 'Skipped' "$OUT/ctest.log" 2>/dev/null)"
-  echo "  conformance           : ${conformance_cases:-?} cases (variant x problem), one CTest test per variant:"
+  echo "  conformance           : ${conformance_passed:-?} of ${conformance_cases:-?} cases (variant x problem) ran and passed; per variant:"
   grep -E 'gpu\.conformance\.' "$OUT/ctest.log" 2>/dev/null | sed 's/^ */    /' 
   echo "compute-sanitizer       : $(status $sanitize)"
   grep -E 'sanitize\.[a-z]+ .*(Passed|Failed|\*\*\*)' "$OUT/sanitize.log" 2>/dev/null | sed 's/^/  /'

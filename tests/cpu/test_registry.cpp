@@ -49,7 +49,9 @@ TEST(Registry, HoldsOneVariantPerKernelFile) {
 TEST(Registry, NamesFollowTheirFiles) {
     for (const RegisteredVariant& entry : Registry::instance().entries()) {
         std::string expected = std::filesystem::path(entry.source_file).stem().string();
-        expected[expected.find('_')] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
+        const std::size_t underscore = expected.find('_');
+        ASSERT_NE(underscore, std::string::npos) << entry.source_file << " is not named <op>_<technique>.cu";
+        expected[underscore] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
         EXPECT_EQ(entry.variant->name(), expected);
         EXPECT_FALSE(entry.variant->technique().empty()) << expected;
     }
@@ -114,7 +116,7 @@ TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
     }
 }
 
-TEST(Variants, DescribeLaunchesWithTheShapesBlockAndAGridCoveringTheImage) {
+TEST(Variants, DescribeLaunchesWithTheShapesBlockAndAThreadPerPixelAtLeast) {
     const ImageShape image{1921, 1079, 4, Layout::soa};
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
         for (const Mask& mask : {masks::gaussian(3), masks::gaussian(9)}) {
@@ -126,12 +128,41 @@ TEST(Variants, DescribeLaunchesWithTheShapesBlockAndAGridCoveringTheImage) {
                 EXPECT_NE(k.kernel, nullptr) << variant->name();
                 EXPECT_FALSE(k.kernel_name.empty()) << variant->name();
                 EXPECT_EQ(k.block.x * k.block.y * k.block.z, static_cast<unsigned>(shape.block_x * shape.block_y));
-                // At least one thread per output pixel in each direction.
-                EXPECT_GE(static_cast<long long>(k.grid.x) * k.block.x, image.width) << variant->name();
-                EXPECT_GE(static_cast<long long>(k.grid.y) * k.block.y, image.height) << variant->name();
+                const long long threads = static_cast<long long>(k.grid.x) * k.grid.y * k.grid.z * k.block.x * k.block.y;
+                EXPECT_GE(threads, static_cast<long long>(image.width) * image.height) << variant->name();
             }
         }
     }
+}
+
+// CUDA grids have at most 2^31-1 blocks in x and 65535 in y and z. A variant's default shape must
+// stay within them on the largest images klab accepts, or supports() promises what prepare() refuses.
+TEST(Variants, DefaultShapesStayWithinTheGridLimitsOnTheLargestImages) {
+    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
+                                        ImageShape{kMaxImageSide, 8192, 4, Layout::soa},
+                                        ImageShape{1, kMaxImageSide, 3, Layout::aos}}) {
+            for (const Mask& mask : {masks::box(3), masks::box(15), masks::box(31)}) {
+                const Problem problem = convolve_problem(image, mask, Border{});
+                if (!variant->supports(problem)) continue;
+                for (const KernelLaunch& k : variant->kernels(problem, variant->default_shape(problem))) {
+                    EXPECT_LE(k.grid.x, 2147483647u) << variant->name() << " " << to_string(problem);
+                    EXPECT_LE(k.grid.y, 65535u) << variant->name() << " " << to_string(problem);
+                    EXPECT_LE(k.grid.z, 65535u) << variant->name() << " " << to_string(problem);
+                }
+            }
+        }
+    }
+}
+
+TEST(Variants, HaloTiledGridHasOneBlockPerOutputTile) {
+    const Variant& variant = Registry::instance().get("conv.halo_tiled");
+    const Problem problem = convolve_problem(ImageShape{100, 50, 3, Layout::aos}, masks::gaussian(9), Border{});
+    const std::vector<KernelLaunch> launches = variant.kernels(problem, LaunchShape{32, 16, {}});
+    ASSERT_EQ(launches.size(), 1u);
+    // 24x8 outputs per block: ceil(100/24) = 5 tiles across, ceil(50/8) = 7 down.
+    EXPECT_EQ(launches[0].grid.x * launches[0].grid.y, 35u);
+    EXPECT_EQ(launches[0].dynamic_shared_bytes, 32u * 16u * 3u);
 }
 
 TEST(Variants, HaloTiledRefusesABlockNoWiderThanTheHalo) {
@@ -145,8 +176,8 @@ TEST(Variants, HaloTiledRefusesABlockNoWiderThanTheHalo) {
 
 TEST(Problem, ValidateRefusesBadShapesAndMissingMasks) {
     const auto problem_with = [](ImageShape shape) { return convolve_problem(shape, masks::box(3), Border{}); };
-    test::expect_error([&] { validate(problem_with({0, 5, 1, Layout::aos})); }, "allowed");
-    test::expect_error([&] { validate(problem_with({5, 0, 3, Layout::aos})); }, "allowed");
+    test::expect_error([&] { validate(problem_with({0, 5, 1, Layout::aos})); }, "image size 0x5 is empty");
+    test::expect_error([&] { validate(problem_with({5, 0, 3, Layout::aos})); }, "image size 5x0 is empty");
     test::expect_error([&] { validate(problem_with({5, 5, 2, Layout::aos})); }, "image has 2 channels; allowed: 1 (gray), 3 (RGB), 4 (RGBA)");
     test::expect_error([&] { validate(problem_with({5, 5, 5, Layout::soa})); }, "image has 5 channels");
     Problem no_mask;

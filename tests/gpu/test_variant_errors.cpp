@@ -71,7 +71,7 @@ TEST_F(VariantErrors, TheValidCallRuns) {
 
 TEST_F(VariantErrors, BlockOverTheThreadLimit) {
     // The seeds' 64x64-thread launch, which CUDA silently refuses to run.
-    expect_refused(buffers, LaunchShape{64, 64, {}}, "block 64x64x1 has 4096 threads; allowed: at most 1024 threads per block");
+    expect_refused(buffers, LaunchShape{64, 64, {}}, "block 64x64 has 4096 threads; allowed: block sides of at least 1 and at most 1024 threads per block");
     expect_refused(buffers, LaunchShape{0, 8, {}}, "allowed: block sides of at least 1");
 }
 
@@ -103,13 +103,17 @@ TEST_F(VariantErrors, BufferTooSmallForTheImage) {
     const std::size_t span = 29 * out.pitch_bytes() + 120;
     DeviceBuffers b = buffers;
     b.output.capacity_bytes = span - 1;
-    expect_refused(b, LaunchShape{}, fmt::format("the output buffer holds {} bytes, the image spans {}", span - 1, span));
+    expect_refused(b, LaunchShape{}, fmt::format("the output buffer holds {} bytes, less than 30 rows of pitch {} span",
+                                                 span - 1, out.pitch_bytes()));
     b.output.capacity_bytes = span;
     run(Registry::instance().get("conv.global"), problem, b, LaunchShape{});  // exactly enough
     KLAB_CUDA_CHECK(cudaMemset(out.view().data, kSentinel, out.capacity_bytes()));
     b = buffers;
     b.input.capacity_bytes = 100;
-    expect_refused(b, LaunchShape{}, "the input buffer holds 100 bytes, the image spans");
+    expect_refused(b, LaunchShape{}, "the input buffer holds 100 bytes, less than 30 rows");
+    b = buffers;
+    b.input.pitch_bytes = ~std::size_t{0} / 16;  // (rows - 1) * pitch would wrap around
+    expect_refused(b, LaunchShape{}, "the input buffer holds");
 }
 
 TEST_F(VariantErrors, PitchSmallerThanARow) {
@@ -138,6 +142,9 @@ TEST_F(VariantErrors, BuffersOfTheWrongShapeTypeOrPlace) {
     b = buffers;
     b.mask.width = 3;
     expect_refused(b, LaunchShape{}, "the device mask is 3x5, the problem's 5x5");
+    b = buffers;
+    b.mask.data = problem.mask->coefficients().data();  // host memory
+    expect_refused(b, LaunchShape{}, "conv.global: the mask is not device memory");
 }
 
 TEST_F(VariantErrors, InvalidProblems) {
@@ -146,7 +153,7 @@ TEST_F(VariantErrors, InvalidProblems) {
     problem.shape = ImageShape{40, 30, 5, Layout::aos};
     expect_refused(buffers, LaunchShape{}, "image has 5 channels");
     problem.shape = ImageShape{0, 30, 3, Layout::aos};
-    expect_refused(buffers, LaunchShape{}, "allowed");
+    expect_refused(buffers, LaunchShape{}, "image size 0x30");
     problem.shape = ImageShape{40, 30, 3, Layout::aos};
     problem.mask.reset();
     expect_refused(buffers, LaunchShape{}, "a convolve problem without a mask");
