@@ -7,11 +7,12 @@
 // output, the halo threads idle. Loading is one simple step; the price is idle threads, a
 // large share for big masks (a 32x32 block with a 9x9 mask computes 24x24 outputs: 56%).
 // Preconditions: the block must be wider than 2rx and taller than 2ry (check_shape() says so);
-// a 31x31 mask therefore needs at least 31x31 threads (the default is 32x32). Every border,
-// 1/3/4 channels, AoS or SoA, any pitch, any size. Shared memory: BX*BY*channels bytes. The mask
-// is read through the read-only data cache. The grid is one-dimensional (tiles numbered row by
-// row): with 2x2 outputs per block a tall image would need more than the 65535 blocks a grid
-// may have in y.
+// a 31x31 mask therefore needs at least 31x31 threads (the default is 32x32). A grid has at
+// most 65535 blocks in y, so with the default block the image may be at most 65535 output tiles
+// tall (131070 rows for a 31x31 mask, whose 32x32 block computes 2 rows): supports() refuses
+// taller ones. (Stepping blocks down through further tiles in a loop measured 1.2-2.5x slower
+// on an H200, so the kernel stays a single pass.) Every border, 1/3/4 channels, AoS or SoA, any
+// pitch. Shared memory: BX*BY*channels bytes. The mask is read through the read-only data cache.
 // Deliberately not done: no reuse of the idle halo threads for computing.
 // Measured on an NVIDIA H200, 8K RGB AoS, replicate, default blocks 32x8 / 32x16 / 32x32, one
 // kernel, L2 flushed, by Nsight Compute (`bash scripts/kernel-times.sh gaussian:3 gaussian:9 box:31`):
@@ -42,14 +43,9 @@ __global__ void conv_halo_tiled_kernel(ImageView<const std::uint8_t> in, ImageVi
     const int ty = static_cast<int>(threadIdx.y);
     const int block_w = static_cast<int>(blockDim.x);
     const int block_h = static_cast<int>(blockDim.y);
-    const int out_w = block_w - 2 * rx;
-    const int out_h = block_h - 2 * ry;
-    const int tiles_x = (in.shape.width + out_w - 1) / out_w;
-    const int tile_x = static_cast<int>(blockIdx.x % tiles_x);
-    const int tile_y = static_cast<int>(blockIdx.x / tiles_x);
     // This thread's input pixel; for an inner thread it is also its output pixel.
-    const int x = tile_x * out_w + tx - rx;
-    const int y = tile_y * out_h + ty - ry;
+    const int x = static_cast<int>(blockIdx.x) * (block_w - 2 * rx) + tx - rx;
+    const int y = static_cast<int>(blockIdx.y) * (block_h - 2 * ry) + ty - ry;
     for (int c = 0; c < Channels; ++c) tile[(ty * block_w + tx) * Channels + c] = sample(in, x, y, c, border);
     __syncthreads();
 
@@ -73,6 +69,8 @@ Kernel kernel_for(const Problem& problem) {
                                &conv_halo_tiled_kernel<4>);
 }
 
+constexpr unsigned kMaxGridY = 65535;  // CUDA's limit on grid.y
+
 // The smallest of 8, 16 and 32 that exceeds 2 * radius (a radius is at most 15).
 int block_side_for(int radius) {
     for (int side : {8, 16, 32}) {
@@ -88,7 +86,15 @@ public:
     std::string technique() const override {
         return "block = output tile + halo, one input pixel per thread, inner threads compute";
     }
-    Support supports(const Problem&) const override { return Support::yes(); }
+    Support supports(const Problem& problem) const override {
+        const LaunchShape shape = default_shape(problem);
+        const int out_h = shape.block_y - 2 * problem.mask->radius_y();
+        if (grid_side(problem.shape.height, out_h) > kMaxGridY) {
+            return Support::no(fmt::format("images up to {} rows for a {}-row mask (65535 blocks of {} output rows)",
+                                           kMaxGridY * static_cast<unsigned>(out_h), problem.mask->height(), out_h));
+        }
+        return Support::yes();
+    }
     // default_shape() picks the block height by mask (32x8, 32x16 or 32x32); the space's default
     // is the middle one.
     TuningSpace tuning_space() const override { return block_tuning_space(LaunchShape{32, 16, {}}); }
@@ -108,7 +114,7 @@ public:
         const Mask& mask = *problem.mask;
         const int out_w = shape.block_x - 2 * mask.radius_x();
         const int out_h = shape.block_y - 2 * mask.radius_y();
-        const dim3 grid(grid_side(problem.shape.width, out_w) * grid_side(problem.shape.height, out_h));
+        const dim3 grid(grid_side(problem.shape.width, out_w), grid_side(problem.shape.height, out_h));
         const std::size_t tile_bytes = static_cast<std::size_t>(shape.block_x) * static_cast<std::size_t>(shape.block_y) *
                                        static_cast<std::size_t>(problem.shape.channels);
         return {make_launch(kernel_for(problem), "conv_halo_tiled_kernel", grid, block_of(shape), tile_bytes)};

@@ -161,7 +161,16 @@ TEST(Variants, HaloTiledGridHasOneBlockPerOutputTile) {
     const std::vector<KernelLaunch> launches = variant.kernels(problem, LaunchShape{32, 16, {}});
     ASSERT_EQ(launches.size(), 1u);
     // 24x8 outputs per block: ceil(100/24) = 5 tiles across, ceil(50/8) = 7 down.
-    EXPECT_EQ(launches[0].grid.x * launches[0].grid.y, 35u);
+    EXPECT_EQ(launches[0].grid.x, 5u);
+    EXPECT_EQ(launches[0].grid.y, 7u);
+    // A 31x31 mask leaves 2x2 outputs per 32x32 block: 131070 rows fit in a grid's 65535 blocks
+    // in y, 131072 rows do not, and supports() says so.
+    const Problem fits = convolve_problem(ImageShape{64, 131070, 1, Layout::aos}, masks::box(31), Border{});
+    EXPECT_TRUE(variant.supports(fits));
+    EXPECT_EQ(variant.kernels(fits, variant.default_shape(fits))[0].grid.y, 65535u);
+    const Support tall = variant.supports(convolve_problem(ImageShape{64, kMaxImageSide, 1, Layout::aos}, masks::box(31), Border{}));
+    EXPECT_FALSE(tall);
+    EXPECT_EQ(tall.reason(), "images up to 131070 rows for a 31-row mask (65535 blocks of 2 output rows)");
     EXPECT_EQ(launches[0].dynamic_shared_bytes, 32u * 16u * 3u);
 }
 

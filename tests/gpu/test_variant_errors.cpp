@@ -185,3 +185,4 @@ TEST_F(VariantErrors, TileAbove48KiBOptsInAndVerifies) {
 
 }  // namespace
 }  // namespace klab
+
