@@ -79,10 +79,6 @@ int LaunchShape::parameter(std::string_view name) const {
                 "the parameters the variant's tuning space declares");
 }
 
-bool operator==(const LaunchShape& a, const LaunchShape& b) {
-    return a.block_x == b.block_x && a.block_y == b.block_y && a.parameters == b.parameters;
-}
-
 std::string to_string(const LaunchShape& shape) {
     std::string text = fmt::format("{}x{}", shape.block_x, shape.block_y);
     for (const auto& [key, value] : shape.parameters) text += fmt::format(" {}={}", key, value);

@@ -111,7 +111,6 @@ struct LaunchShape {
 
     int parameter(std::string_view name) const;  // throws klab::Error when it is absent
 };
-bool operator==(const LaunchShape& a, const LaunchShape& b);
 std::string to_string(const LaunchShape& shape);  // "32x8" or "32x8 outputs_per_thread=2"
 // Parses "XxY" (e.g. "32x8"); variant parameters are not part of the text form yet.
 LaunchShape parse_block_shape(std::string_view text);

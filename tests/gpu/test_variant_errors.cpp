@@ -63,10 +63,9 @@ protected:
 
 TEST_F(VariantErrors, TheValidCallRuns) {
     run(Registry::instance().get("conv.global"), problem, buffers, LaunchShape{32, 8, {}});
-    const ImageU8 expected = reference::convolve(test::random_image(problem.shape, 5), *problem.mask, problem.border);
-    EXPECT_TRUE(verify_convolution(test::random_image(problem.shape, 5), *problem.mask, problem.border, expected,
-                                   out.download())
-                    .ok());
+    const ImageU8 input = test::random_image(problem.shape, 5);  // what SetUp uploaded
+    const ImageU8 expected = reference::convolve(input, *problem.mask, problem.border);
+    EXPECT_TRUE(verify_convolution(input, *problem.mask, problem.border, expected, out.download()).ok());
 }
 
 TEST_F(VariantErrors, BlockOverTheThreadLimit) {
