@@ -115,6 +115,8 @@ LaunchShape Variant::default_shape(const Problem&) const { return tuning_space()
 
 Support Variant::check_shape(const Problem&, const LaunchShape&) const { return Support::yes(); }
 
+double Variant::coefficient_error(const Problem&) const { return 0.0; }
+
 // ---------------------------------------------------------------------------------------------
 // prepare(): every check before a launch
 

@@ -173,6 +173,12 @@ public:
     virtual LaunchShape default_shape(const Problem& problem) const;
     // Whether this variant runs `problem` with `shape`; the default accepts every shape.
     virtual Support check_shape(const Problem& problem, const LaunchShape& shape) const;
+    // Convolutions only: the largest |c - m| between a coefficient c this variant effectively
+    // applies and the mask's coefficient m. 0 (the default) for variants that multiply by the
+    // mask's own coefficients; a separable variant multiplies row by column factors, which differ
+    // from the mask by a few fp32 ulps. Verification widens its tie bound by this times the sum
+    // of the pixels under the mask (harness/verify.hpp).
+    virtual double coefficient_error(const Problem& problem) const;
     // The kernels `shape` launches for `problem` (called only for a supported problem and shape).
     virtual std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const = 0;
     // Enqueues plan.kernels on `stream`, each launch followed by KLAB_CUDA_CHECK_LAUNCH.

@@ -65,8 +65,11 @@ double fp32_tie_bound(int taps, double magnitude) {
 }
 
 Verification verify_convolution(const ImageU8& input, const Mask& mask, Border border, const ImageU8& reference,
-                                const ImageU8& actual) {
+                                const ImageU8& actual, double coefficient_error) {
     require_same_shape(input, reference);
+    if (!(coefficient_error >= 0.0) || !std::isfinite(coefficient_error)) {
+        throw Error(fmt::format("a coefficient error of {}", coefficient_error), "a finite value >= 0");
+    }
     const int taps = mask.width() * mask.height();
     return compare(reference, actual, [&](int x, int y, int c, std::int64_t value, std::int64_t expected) {
         if (std::llabs(value - expected) != 1) return false;
@@ -75,7 +78,9 @@ Verification verify_convolution(const ImageU8& input, const Mask& mask, Border b
         // Only ties between two representable results: below 0.5 and above 254.5 saturation decides.
         if (tie < 0.5 || tie > 254.5) return false;
         const bool straddles = std::min(value, expected) == static_cast<std::int64_t>(std::floor(tie));
-        return straddles && std::fabs(sum.value - tie) <= fp32_tie_bound(taps, sum.magnitude);
+        // Pixels are at most 255, so sum_k p_k <= 255 * taps.
+        const double slack = coefficient_error * 255.0 * taps;
+        return straddles && std::fabs(sum.value - tie) <= fp32_tie_bound(taps, sum.magnitude) + slack;
     });
 }
 

@@ -52,9 +52,12 @@ struct Verification {
 double fp32_tie_bound(int taps, double magnitude);
 
 // `reference` is reference::convolve(input, mask, border); `actual` the variant's output.
-// Throws klab::Error when the shapes differ.
+// `coefficient_error` is Variant::coefficient_error(): for a variant whose effective coefficients
+// differ from the mask's by up to e, the exact sum it approximates differs from the reference's by
+// up to e * sum_k p_k <= e * 255 * taps, which is added to the tie bound. Throws klab::Error when
+// the shapes differ or e is negative.
 Verification verify_convolution(const ImageU8& input, const Mask& mask, Border border, const ImageU8& reference,
-                                const ImageU8& actual);
+                                const ImageU8& actual, double coefficient_error = 0.0);
 
 // Element-for-element equality; T is std::uint8_t, std::uint32_t or std::uint64_t.
 template <class T>

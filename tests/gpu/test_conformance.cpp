@@ -242,7 +242,7 @@ TEST_P(Conformance, MatchesTheReference) {
     EXPECT_EQ(padding_written, 0u) << "bytes written into the row padding";
 
     const Verification v = verify_convolution(input, *problem.mask, problem.border, reference_of(GetParam().index),
-                                              out.download());
+                                              out.download(), variant.coefficient_error(problem));
     EXPECT_TRUE(v.ok()) << v.summary();
 }
 
