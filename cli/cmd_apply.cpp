@@ -14,6 +14,8 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include "autotune/tuner.hpp"
+#include "autotune/tuning_cache.hpp"
 #include "cli/commands.hpp"
 #include "harness/border.hpp"
 #include "harness/cuda_check.hpp"
@@ -40,7 +42,8 @@ struct ApplyOptions {
     std::string filter;
     std::string border = "replicate";
     int threads = 0;
-    std::string block;    // empty: the variant's default shape for the problem
+    std::string block;    // empty: the tuning cache's shape, else the variant's default
+    std::string results = "results";  // the tuning cache: <results>/<gpu-slug>/autotune.json
     bool verify = false;  // GPU only: compare with the CPU reference before writing
     std::string input;
     std::string output;
@@ -206,6 +209,30 @@ const Variant& auto_variant(const Problem& problem, const std::optional<LaunchSh
 // ---------------------------------------------------------------------------------------------
 // GPU backend: the run
 
+struct TunedShape {
+    LaunchShape shape;
+    std::string explanation;  // where it came from, for the log
+};
+
+// The shape from the tuning cache (autotune/tuning_cache.hpp: exact class, nearest size, same
+// compute capability, else the default). A cached shape is re-verified on a small image first;
+// one that fails is reported and replaced by the variant's default.
+TunedShape tuned_shape(const ApplyOptions& o, const Variant& variant, const Problem& problem) {
+    std::vector<std::string> warnings;
+    const autotune::TuningCache cache = autotune::TuningCache::load_directory(o.results, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab apply: warning: {}\n", w);
+    const autotune::Lookup found =
+        autotune::lookup(cache, variant, autotune::source_hash(variant), problem, autotune::current_gpu_identity());
+    if (found.level == autotune::LookupLevel::variant_default) return {found.shape, found.explanation};
+    const Verification check = autotune::verify_shape_once(variant, problem, found.shape);
+    if (check.ok()) return {found.shape, found.explanation + "; re-verified on a 509x287 image"};
+    fmt::print(stderr, "klab apply: warning: the cached block {} of {} fails verification ({}); using the default\n",
+               to_string(found.shape), variant.name(), check.summary());
+    const LaunchShape fallback = variant.default_shape(problem);
+    return {fallback, fmt::format("block {}, the variant's default (the cached {} failed verification)", to_string(fallback),
+                                  to_string(found.shape))};
+}
+
 // The CPU reference's verdict on `actual`; a failure throws, so nothing is written.
 std::string verify_against_reference(const ApplyOptions& o, const Variant& variant, const Problem& problem,
                                      const ImageU8& image, const ImageU8& actual, int threads) {
@@ -232,7 +259,10 @@ void run_apply_gpu(const ApplyOptions& o, const FilterSpec& spec, Border border,
     const Problem problem =
         convolve_problem({input_shape.width, input_shape.height, input_shape.channels, layout}, *spec.mask, border);
     const Variant& variant = requested != nullptr ? *requested : auto_variant(problem, block);
-    const LaunchShape shape = launch_shape(variant, problem, block);
+    const TunedShape tuned = block ? TunedShape{launch_shape(variant, problem, block), fmt::format("block {} (--block)", o.block)}
+                                   : tuned_shape(o, variant, problem);
+    const LaunchShape& shape = tuned.shape;
+    fmt::print("launch shape: {}\n", tuned.explanation);
 
     const DeviceRun result = run_on_device(variant, problem, image, shape);
     const std::string verdict = o.verify ? verify_against_reference(o, variant, problem, image, result.output, threads) : "";
@@ -270,7 +300,10 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--variant", o->variant,
                     "GPU variant name (`klab list`), or auto: the first registered one that supports the problem")
         ->capture_default_str();
-    cmd->add_option("--block", o->block, "GPU block shape XxY, e.g. 32x8 (default: the variant's default for the problem)");
+    cmd->add_option("--block", o->block,
+                    "GPU block shape XxY, e.g. 32x8 (default: the tuning cache's for this GPU, else the variant's default)");
+    cmd->add_option("--results", o->results, "GPU: results directory holding the tuning cache <results>/<gpu-slug>/autotune.json")
+        ->capture_default_str();
     cmd->add_flag("--verify", o->verify,
                   "GPU only: also run the CPU reference and compare; a difference is an error and nothing is written");
     cmd->add_option("--layout", o->layout, "Pixel layout during filtering: aos (interleaved) or soa (planar)")

@@ -9,5 +9,6 @@ void add_list_command(CLI::App& app);
 void add_apply_command(CLI::App& app);
 void add_gen_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 
 }  // namespace klab::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     klab::cli::add_list_command(app);
     klab::cli::add_apply_command(app);
     klab::cli::add_gen_command(app);
+    klab::cli::add_tune_command(app);
     klab::cli::add_run_command(app);
     // CLI11 would only say "A subcommand is required"; name the unknown word and the commands.
     if (argc > 1 && argv[1][0] != '-') {

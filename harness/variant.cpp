@@ -360,7 +360,7 @@ Registry& Registry::instance() {
     return registry;
 }
 
-bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file) noexcept {
+bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash) noexcept {
     try {
         const std::string name = variant->name();
         if (name.empty()) {
@@ -373,7 +373,7 @@ bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file) no
         }
         const auto at = std::lower_bound(entries_.begin(), entries_.end(), name,
                                          [](const RegisteredVariant& e, const std::string& n) { return e.variant->name() < n; });
-        entries_.insert(at, RegisteredVariant{std::move(variant), source_file});
+        entries_.insert(at, RegisteredVariant{std::move(variant), source_file, source_hash});
         return true;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "klab: registering a variant from %s failed: %s\n", source_file, e.what());
@@ -398,6 +398,13 @@ std::vector<const Variant*> Registry::for_op(Operation op) const {
 const Variant* Registry::find(std::string_view name) const {
     for (const RegisteredVariant& e : entries_) {
         if (e.variant->name() == name) return e.variant.get();
+    }
+    return nullptr;
+}
+
+const RegisteredVariant* Registry::entry(std::string_view name) const {
+    for (const RegisteredVariant& e : entries_) {
+        if (e.variant->name() == name) return &e;
     }
     return nullptr;
 }

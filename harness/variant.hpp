@@ -204,6 +204,9 @@ inline unsigned grid_side(int n, int block) { return static_cast<unsigned>((n + 
 struct RegisteredVariant {
     std::unique_ptr<Variant> variant;
     std::string source_file;  // __FILE__ of the registration, for the one-variant-per-file test
+    // SHA-256 (first 16 hex digits) of the variant's .cu file as built, from kernels/CMakeLists.txt:
+    // tuning records are valid only for the source they were tuned with. "unknown" without one.
+    std::string source_hash;
 };
 
 class Registry {
@@ -214,11 +217,12 @@ public:
     std::vector<const Variant*> for_op(Operation op) const;
     const Variant* find(std::string_view name) const;  // nullptr when absent
     const Variant& get(std::string_view name) const;   // throws klab::Error listing the names
+    const RegisteredVariant* entry(std::string_view name) const;  // nullptr when absent
     const std::vector<RegisteredVariant>& entries() const { return entries_; }
     // Registrations that were refused (a duplicate name, an empty name), for tests and `klab list`.
     const std::vector<std::string>& errors() const { return errors_; }
 
-    bool add(std::unique_ptr<Variant> variant, const char* source_file) noexcept;
+    bool add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash = "unknown") noexcept;
 
 private:
     std::vector<RegisteredVariant> entries_;  // sorted by name
@@ -227,9 +231,14 @@ private:
 
 }  // namespace klab
 
+// The build defines KLAB_VARIANT_SOURCE_HASH for each kernels/*.cu file (kernels/CMakeLists.txt).
+#ifndef KLAB_VARIANT_SOURCE_HASH
+#define KLAB_VARIANT_SOURCE_HASH "unknown"
+#endif
+
 // Registers `VariantClass` (default-constructible) from a kernels/*.cu file.
 #define KLAB_REGISTER_VARIANT(VariantClass)                                                             \
     namespace {                                                                                     \
-    [[maybe_unused]] const bool klab_registered_variant =                                           \
-        ::klab::Registry::instance().add(std::make_unique<VariantClass>(), __FILE__);                \
+    [[maybe_unused]] const bool klab_registered_variant = ::klab::Registry::instance().add(         \
+        std::make_unique<VariantClass>(), __FILE__, KLAB_VARIANT_SOURCE_HASH);                      \
     }

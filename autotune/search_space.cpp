@@ -1,0 +1,140 @@
+#include "autotune/search_space.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "harness/cuda_check.hpp"
+#include "harness/error.hpp"
+
+namespace klab::autotune {
+
+namespace {
+
+// Every combination of the declared parameters' values, in declaration order.
+std::vector<std::vector<std::pair<std::string, int>>> parameter_combinations(const std::vector<TunableParameter>& parameters) {
+    std::vector<std::vector<std::pair<std::string, int>>> combinations(1);
+    for (const TunableParameter& p : parameters) {
+        std::vector<std::vector<std::pair<std::string, int>>> next;
+        for (const auto& partial : combinations) {
+            for (int value : p.values) {
+                auto extended = partial;
+                extended.emplace_back(p.name, value);
+                next.push_back(std::move(extended));
+            }
+        }
+        combinations = std::move(next);
+    }
+    return combinations;
+}
+
+// A short category of an exclusion reason, for the summary: the text before the first ':'.
+std::string category(const std::string& reason) { return reason.substr(0, reason.find(':')); }
+
+}  // namespace
+
+OccupancyOracle device_oracle() {
+    return [](const KernelLaunch& launch) {
+        const KernelResources resources = kernel_resources(launch.kernel);
+        // Above 48 KiB of dynamic shared memory a kernel must opt in (as prepare() does), or the
+        // occupancy API counts no block at all.
+        if (launch.dynamic_shared_bytes > 48 * 1024) {
+            const GpuModel model = current_gpu_model();
+            if (resources.static_shared_bytes + launch.dynamic_shared_bytes > model.shared_per_block_optin) {
+                throw Error(fmt::format("kernel {} needs {} bytes of shared memory per block", launch.kernel_name,
+                                        resources.static_shared_bytes + launch.dynamic_shared_bytes),
+                            fmt::format("at most {} on {}", model.shared_per_block_optin, model.name));
+            }
+            KLAB_CUDA_CHECK(cudaFuncSetAttribute(launch.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(launch.dynamic_shared_bytes)));
+        }
+        return KernelOccupancy{launch.kernel_name, resources, device_occupancy(launch)};
+    };
+}
+
+OccupancyOracle offline_oracle(GpuModel model, std::function<std::optional<KernelResources>(const std::string&)> recorded) {
+    return [model = std::move(model), recorded = std::move(recorded)](const KernelLaunch& launch) {
+        const std::optional<KernelResources> resources = recorded(launch.kernel_name);
+        if (!resources) {
+            throw Error(fmt::format("no recorded registers and shared memory for kernel {}", launch.kernel_name),
+                        "a tuning cache written by `klab tune` on a GPU, which records every kernel's resources");
+        }
+        const int threads = static_cast<int>(launch.block.x * launch.block.y * launch.block.z);
+        return KernelOccupancy{launch.kernel_name, *resources, occupancy(model, *resources, threads, launch.dynamic_shared_bytes)};
+    };
+}
+
+std::vector<const Candidate*> SearchSpace::included() const {
+    std::vector<const Candidate*> out;
+    for (const Candidate& c : candidates) {
+        if (c.included()) out.push_back(&c);
+    }
+    return out;
+}
+
+std::string SearchSpace::summary() const {
+    std::map<std::string, int> excluded;
+    for (const Candidate& c : candidates) {
+        if (!c.included()) ++excluded[category(c.excluded_because)];
+    }
+    std::string text = fmt::format("{} included", included().size());
+    if (!excluded.empty()) {
+        text += "; excluded:";
+        const char* separator = " ";
+        for (const auto& [reason, count] : excluded) {
+            text += fmt::format("{}{} {}", separator, count, reason);
+            separator = ", ";
+        }
+    }
+    return text;
+}
+
+SearchSpace search_space(const Variant& variant, const Problem& problem, double min_occupancy, const OccupancyOracle& oracle) {
+    if (!(min_occupancy > 0.0 && min_occupancy <= 1.0)) {
+        throw Error(fmt::format("a minimum occupancy of {}", min_occupancy), "a fraction above 0 and at most 1, e.g. 0.5");
+    }
+    if (variant.op() != problem.op) {
+        throw Error(fmt::format("tuning {} (a {} variant) on {}", variant.name(), to_string(variant.op()), to_string(problem)),
+                    "a problem of the variant's op");
+    }
+    if (const Support s = variant.supports(problem); !s) {
+        throw Error(fmt::format("tuning {} on {}: {}", variant.name(), to_string(problem), s.reason()),
+                    "a problem the variant supports (`klab list`)");
+    }
+
+    const TuningSpace declared = variant.tuning_space();
+    SearchSpace space;
+    space.min_occupancy = min_occupancy;
+    for (const auto& parameters : parameter_combinations(declared.parameters)) {
+        for (int y : declared.block_y) {
+            for (int x : declared.block_x) {
+                Candidate c;
+                c.shape = LaunchShape{x, y, parameters};
+                c.threads = x * y;
+                if (c.threads < kMinBlockThreads || c.threads > kMaxBlockThreads) {
+                    c.excluded_because = fmt::format("outside {}..{} threads: {}", kMinBlockThreads, kMaxBlockThreads, c.threads);
+                } else if (const Support s = variant.check_shape(problem, c.shape); !s) {
+                    c.excluded_because = "refused by the variant: " + s.reason();
+                } else {
+                    try {
+                        for (const KernelLaunch& launch : variant.kernels(problem, c.shape)) {
+                            c.kernels.push_back(oracle(launch));
+                            const Occupancy& o = c.kernels.back().occupancy;
+                            if (!c.occupancy || o.fraction < c.occupancy->fraction) c.occupancy = o;
+                        }
+                        if (c.occupancy && c.occupancy->fraction < min_occupancy - 1e-9) {
+                            c.excluded_because = fmt::format("below {} occupancy: {}", percent_text(min_occupancy), to_string(*c.occupancy));
+                        }
+                    } catch (const Error& e) {
+                        c.excluded_because = std::string("cannot run: ") + e.what();
+                    }
+                }
+                space.candidates.push_back(std::move(c));
+            }
+        }
+    }
+    return space;
+}
+
+}  // namespace klab::autotune

@@ -1,0 +1,426 @@
+#include "autotune/tuning_cache.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "autotune/gpu_model.hpp"
+#include "harness/cuda_check.hpp"
+#include "harness/device_info.hpp"
+#include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
+
+namespace klab::autotune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormat = "klab-autotune";
+constexpr int kVersion = 1;
+
+// ---------------------------------------------------------------------------------------------
+// JSON <-> records. Reading uses .at() and typed get<>() throughout, so a missing field or a
+// wrong type throws json::exception, which the loader turns into a rejected file.
+
+json shape_json(const LaunchShape& s) {
+    json parameters = json::object();
+    for (const auto& [name, value] : s.parameters) parameters[name] = value;
+    return {{"block", {s.block_x, s.block_y}}, {"parameters", parameters}, {"text", to_string(s)}};
+}
+
+LaunchShape shape_from(const json& j) {
+    LaunchShape s;
+    const json& block = j.at("block");
+    if (!block.is_array() || block.size() != 2) throw json::other_error::create(501, "block is not [x, y]", &j);
+    s.block_x = block.at(0).get<int>();
+    s.block_y = block.at(1).get<int>();
+    for (const auto& [name, value] : j.at("parameters").items()) s.parameters.emplace_back(name, value.get<int>());
+    return s;
+}
+
+json candidate_json(const MeasuredCandidate& c) {
+    json kernels = json::array();
+    for (const KernelRecord& k : c.kernels) {
+        kernels.push_back({{"name", k.name},
+                           {"registers_per_thread", k.resources.registers_per_thread},
+                           {"static_shared_bytes", k.resources.static_shared_bytes},
+                           {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+                           {"local_bytes_per_thread", k.resources.local_bytes_per_thread},
+                           {"max_threads_per_block", k.resources.max_threads_per_block}});
+    }
+    return {{"shape", shape_json(c.shape)},
+            {"median_us", c.us.median},
+            {"q1_us", c.us.q1},
+            {"q3_us", c.us.q3},
+            {"samples", c.samples},
+            {"occupancy", c.occupancy.fraction},
+            {"blocks_per_sm", c.occupancy.blocks_per_sm},
+            {"occupancy_limited_by", c.occupancy.limited_by},
+            {"kernels", kernels}};
+}
+
+MeasuredCandidate candidate_from(const json& j) {
+    MeasuredCandidate c;
+    c.shape = shape_from(j.at("shape"));
+    c.us.median = j.at("median_us").get<double>();
+    c.us.q1 = j.at("q1_us").get<double>();
+    c.us.q3 = j.at("q3_us").get<double>();
+    c.samples = j.at("samples").get<int>();
+    c.occupancy.fraction = j.at("occupancy").get<double>();
+    c.occupancy.blocks_per_sm = j.at("blocks_per_sm").get<int>();
+    c.occupancy.limited_by = j.at("occupancy_limited_by").get<std::string>();
+    for (const json& k : j.at("kernels")) {
+        KernelRecord r;
+        r.name = k.at("name").get<std::string>();
+        r.resources.registers_per_thread = k.at("registers_per_thread").get<int>();
+        r.resources.static_shared_bytes = k.at("static_shared_bytes").get<std::size_t>();
+        r.dynamic_shared_bytes = k.at("dynamic_shared_bytes").get<std::size_t>();
+        r.resources.local_bytes_per_thread = k.at("local_bytes_per_thread").get<std::size_t>();
+        r.resources.max_threads_per_block = k.at("max_threads_per_block").get<int>();
+        c.kernels.push_back(std::move(r));
+    }
+    return c;
+}
+
+json optional_candidate(const std::optional<MeasuredCandidate>& c) { return c ? candidate_json(*c) : json(nullptr); }
+
+std::optional<MeasuredCandidate> optional_candidate_from(const json& j) {
+    if (j.is_null()) return std::nullopt;
+    return candidate_from(j);
+}
+
+json gpu_json(const GpuIdentity& g) {
+    return {{"name", g.name},
+            {"compute_capability", fmt::format("{}.{}", g.cc_major, g.cc_minor)},
+            {"sm_count", g.sm_count},
+            {"driver_version", g.driver_version},
+            {"runtime_version", g.runtime_version}};
+}
+
+GpuIdentity gpu_from(const json& j) {
+    GpuIdentity g;
+    g.name = j.at("name").get<std::string>();
+    const std::string cc = j.at("compute_capability").get<std::string>();
+    if (std::sscanf(cc.c_str(), "%d.%d", &g.cc_major, &g.cc_minor) != 2) {
+        throw json::other_error::create(501, "compute_capability is not \"M.m\"", &j);
+    }
+    g.sm_count = j.at("sm_count").get<int>();
+    g.driver_version = j.at("driver_version").get<int>();
+    g.runtime_version = j.at("runtime_version").get<int>();
+    return g;
+}
+
+json record_json(const TuningRecord& r) {
+    json top = json::array();
+    for (const MeasuredCandidate& c : r.top) top.push_back(candidate_json(c));
+    json invalid = json::array();
+    for (const InvalidCandidate& c : r.invalid) invalid.push_back({{"shape", shape_json(c.shape)}, {"reason", c.reason}});
+    return {{"gpu", gpu_json(r.gpu)},
+            {"variant", r.variant},
+            {"source_hash", r.source_hash},
+            {"class", to_string(r.problem_class)},
+            {"problem", r.problem},
+            {"requested_min_occupancy", r.requested_min_occupancy},
+            {"min_occupancy", r.min_occupancy},
+            {"note", r.note},
+            {"top", top},
+            {"relaxed_min_occupancy", r.relaxed_min_occupancy},
+            {"best_relaxed", optional_candidate(r.best_relaxed)},
+            {"rule_cost", r.rule_cost ? json(*r.rule_cost) : json(nullptr)},
+            {"default_shape", optional_candidate(r.default_shape)},
+            {"candidates_measured", r.candidates_measured},
+            {"candidates_excluded", r.candidates_excluded},
+            {"invalid", invalid},
+            {"tuned_at", r.tuned_at},
+            {"klab_version", r.klab_version}};
+}
+
+TuningRecord record_from(const json& j) {
+    TuningRecord r;
+    r.gpu = gpu_from(j.at("gpu"));
+    r.variant = j.at("variant").get<std::string>();
+    r.source_hash = j.at("source_hash").get<std::string>();
+    r.problem_class = parse_problem_class(j.at("class").get<std::string>());
+    r.problem = j.at("problem").get<std::string>();
+    r.requested_min_occupancy = j.at("requested_min_occupancy").get<double>();
+    r.min_occupancy = j.at("min_occupancy").get<double>();
+    r.note = j.at("note").get<std::string>();
+    for (const json& c : j.at("top")) r.top.push_back(candidate_from(c));
+    if (r.top.empty()) throw json::other_error::create(501, "a record without a measured candidate", &j);
+    r.relaxed_min_occupancy = j.at("relaxed_min_occupancy").get<double>();
+    r.best_relaxed = optional_candidate_from(j.at("best_relaxed"));
+    if (!j.at("rule_cost").is_null()) r.rule_cost = j.at("rule_cost").get<double>();
+    r.default_shape = optional_candidate_from(j.at("default_shape"));
+    r.candidates_measured = j.at("candidates_measured").get<int>();
+    r.candidates_excluded = j.at("candidates_excluded").get<int>();
+    for (const json& c : j.at("invalid")) r.invalid.push_back({shape_from(c.at("shape")), c.at("reason").get<std::string>()});
+    r.tuned_at = j.at("tuned_at").get<std::string>();
+    r.klab_version = j.at("klab_version").get<std::string>();
+    return r;
+}
+
+bool same_key(const TuningRecord& a, const TuningRecord& b) {
+    return a.gpu.key() == b.gpu.key() && a.variant == b.variant && a.problem_class == b.problem_class;
+}
+
+// Parses a whole file; throws klab::Error saying why it is not a usable cache of `expected_slug`.
+TuningCache parse_file(const fs::path& file, const std::string& expected_slug) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)), "a readable file");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    TuningCache cache;
+    try {
+        const json root = json::parse(text);
+        if (!root.is_object() || root.value("format", std::string()) != kFormat) {
+            throw Error(fmt::format("{} is not a klab tuning cache (no \"format\": \"{}\")", file.string(), kFormat),
+                        "a file written by `klab tune`");
+        }
+        if (root.at("version").get<int>() != kVersion) {
+            throw Error(fmt::format("{} has version {} of the tuning-cache format", file.string(), root.at("version").dump()),
+                        fmt::format("version {}", kVersion));
+        }
+        for (const json& j : root.at("records")) {
+            TuningRecord record = record_from(j);
+            if (record.gpu.slug() != expected_slug) {
+                throw Error(fmt::format("{} holds a record of {} (folder {}), not of {}", file.string(), record.gpu.name,
+                                        record.gpu.slug(), expected_slug),
+                            "only records of the GPU its folder names: a cache is never shared between GPU models");
+            }
+            cache.merge(record);
+        }
+    } catch (const json::exception& e) {
+        throw Error(fmt::format("{} is corrupt or truncated: {}", file.string(), e.what()), "a complete file written by `klab tune`");
+    } catch (const Error&) {
+        throw;
+    }
+    return cache;
+}
+
+std::string utc_now(const char* format) {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, format, &tm);
+    return text;
+}
+
+// An exclusive advisory lock on a file beside the cache, held for the lifetime of the object.
+class FileLock {
+public:
+    explicit FileLock(const fs::path& path) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw Error(fmt::format("cannot open the lock file {}: {}", path.string(), std::strerror(errno)), "a writable results directory");
+        while (::flock(fd_, LOCK_EX) != 0) {
+            if (errno == EINTR) continue;
+            const int error = errno;
+            ::close(fd_);
+            throw Error(fmt::format("cannot lock {}: {}", path.string(), std::strerror(error)), "a file system with flock()");
+        }
+    }
+    ~FileLock() {
+        ::flock(fd_, LOCK_UN);
+        ::close(fd_);
+    }
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// Whether `record` may serve `problem` with the variant's current source.
+bool usable(const TuningRecord& record, const Variant& variant, std::string_view source_hash) {
+    return record.variant == variant.name() && record.source_hash == source_hash;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::string GpuIdentity::key() const {
+    return fmt::format("{}, cc {}.{}, {} SMs, driver {}, runtime {}", name, cc_major, cc_minor, sm_count,
+                       cuda_version_string(driver_version), cuda_version_string(runtime_version));
+}
+
+std::string GpuIdentity::slug() const { return gpu_slug(name); }
+
+GpuIdentity current_gpu_identity() {
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    cudaDeviceProp p{};
+    KLAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    GpuIdentity g;
+    g.name = p.name;
+    g.cc_major = p.major;
+    g.cc_minor = p.minor;
+    g.sm_count = p.multiProcessorCount;
+    KLAB_CUDA_CHECK(cudaDriverGetVersion(&g.driver_version));
+    KLAB_CUDA_CHECK(cudaRuntimeGetVersion(&g.runtime_version));
+    return g;
+}
+
+TuningCache TuningCache::load_file(const fs::path& file, std::vector<std::string>& warnings) {
+    try {
+        return parse_file(file, file.parent_path().filename().string());
+    } catch (const Error& e) {
+        warnings.push_back(fmt::format("ignoring the tuning cache: {}", e.what()));
+        return {};
+    }
+}
+
+TuningCache TuningCache::load_directory(const fs::path& results_dir, std::vector<std::string>& warnings) {
+    TuningCache all;
+    std::error_code error;
+    if (!fs::is_directory(results_dir, error)) return all;
+    std::vector<fs::path> files;
+    for (const fs::directory_entry& entry : fs::directory_iterator(results_dir, error)) {
+        const fs::path file = entry.path() / "autotune.json";
+        if (entry.is_directory(error) && fs::exists(file, error)) files.push_back(file);
+    }
+    std::sort(files.begin(), files.end());  // a deterministic order of records
+    for (const fs::path& file : files) {
+        const TuningCache one = load_file(file, warnings);  // a named cache: records() refers into it
+        for (const TuningRecord& r : one.records()) all.merge(r);
+    }
+    return all;
+}
+
+void TuningCache::merge(const TuningRecord& record) {
+    for (TuningRecord& r : records_) {
+        if (same_key(r, record)) {
+            r = record;
+            return;
+        }
+    }
+    records_.push_back(record);
+}
+
+fs::path cache_file(const fs::path& results_dir, const GpuIdentity& gpu) { return results_dir / gpu.slug() / "autotune.json"; }
+
+void store(const fs::path& results_dir, const std::vector<TuningRecord>& records, std::vector<std::string>& warnings) {
+    if (records.empty()) return;
+    const GpuIdentity& gpu = records.front().gpu;
+    for (const TuningRecord& r : records) {
+        if (r.gpu.slug() != gpu.slug()) {
+            throw Error(fmt::format("storing records of {} and {} together", gpu.name, r.gpu.name), "records of one GPU per store()");
+        }
+    }
+    const fs::path file = cache_file(results_dir, gpu);
+    std::error_code error;
+    fs::create_directories(file.parent_path(), error);
+    if (error) {
+        throw Error(fmt::format("cannot create {}: {}", file.parent_path().string(), error.message()), "a writable results directory");
+    }
+
+    const FileLock lock(fs::path(file).concat(".lock"));
+    TuningCache cache;
+    if (fs::exists(file, error)) {
+        try {
+            cache = parse_file(file, gpu.slug());
+        } catch (const Error& e) {
+            fs::path aside = fs::path(file).concat(".rejected-" + utc_now("%Y%m%dT%H%M%SZ"));
+            fs::rename(file, aside, error);
+            warnings.push_back(fmt::format("{}; set it aside as {} and started a new cache", e.what(),
+                                           error ? std::string("(could not rename it)") : aside.filename().string()));
+            if (error) throw Error(fmt::format("cannot set aside the rejected cache {}: {}", file.string(), error.message()),
+                                   "a writable results directory");
+        }
+    }
+    for (const TuningRecord& r : records) cache.merge(r);
+
+    json list = json::array();
+    for (const TuningRecord& r : cache.records()) list.push_back(record_json(r));
+    const json root = {{"format", kFormat}, {"version", kVersion}, {"records", list}};
+    const std::string text = root.dump(2) + "\n";
+    io::write_file_atomically(file, std::vector<std::uint8_t>(text.begin(), text.end()));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const char* to_string(LookupLevel level) {
+    switch (level) {
+        case LookupLevel::exact: return "exact problem class on this GPU";
+        case LookupLevel::nearest_size: return "same GPU, nearest size";
+        case LookupLevel::same_compute_capability: return "same compute capability";
+        case LookupLevel::variant_default: return "the variant's default shape";
+    }
+    return "?";
+}
+
+Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view source_hash, const Problem& problem,
+              const GpuIdentity& gpu) {
+    const ProblemClass wanted = problem_class(problem);
+    const int wanted_rank = resolution_rank(wanted.resolution);
+    int stale = 0;
+
+    // The best record among those `accept` admits: the exact class first, then the nearest
+    // resolution (the larger one on a tie), keeping only shapes the variant accepts.
+    const auto best = [&](auto accept) -> const TuningRecord* {
+        const TuningRecord* chosen = nullptr;
+        int chosen_distance = 0;
+        int chosen_rank = 0;
+        for (const TuningRecord& r : cache.records()) {
+            if (r.variant != variant.name() || !accept(r)) continue;
+            if (!usable(r, variant, source_hash)) {
+                ++stale;
+                continue;
+            }
+            ProblemClass other_size = wanted;
+            other_size.resolution = r.problem_class.resolution;
+            if (!(r.problem_class == other_size)) continue;
+            if (!variant.check_shape(problem, r.top.front().shape)) continue;
+            const int rank = resolution_rank(r.problem_class.resolution);
+            const int distance = std::abs(rank - wanted_rank);
+            if (chosen == nullptr || distance < chosen_distance || (distance == chosen_distance && rank > chosen_rank)) {
+                chosen = &r;
+                chosen_distance = distance;
+                chosen_rank = rank;
+            }
+        }
+        return chosen;
+    };
+
+    const auto found = [&](const TuningRecord& r, LookupLevel level) {
+        Lookup l;
+        l.shape = r.top.front().shape;
+        l.level = level;
+        l.record = &r;
+        l.explanation = fmt::format("block {} from the tuning cache ({}: {} on {}, {:.1f} us median, tuned {})", to_string(l.shape),
+                                    to_string(level), to_string(r.problem_class), r.gpu.name, r.top.front().us.median, r.tuned_at);
+        return l;
+    };
+
+    const std::string key = gpu.key();
+    if (const TuningRecord* r = best([&](const TuningRecord& x) { return x.gpu.key() == key; })) {
+        return found(*r, r->problem_class == wanted ? LookupLevel::exact : LookupLevel::nearest_size);
+    }
+    stale = 0;  // counted again by the next pass, which sees every record of the variant
+    if (const TuningRecord* r = best([&](const TuningRecord& x) { return x.gpu.same_compute_capability(gpu); })) {
+        return found(*r, LookupLevel::same_compute_capability);
+    }
+    Lookup l;
+    l.shape = variant.default_shape(problem);
+    l.level = LookupLevel::variant_default;
+    l.explanation = fmt::format("block {}, the variant's default: no usable tuning for {} {} on {}{}", to_string(l.shape),
+                                variant.name(), to_string(wanted), gpu.name,
+                                stale > 0 ? fmt::format(" ({} record(s) tuned with another source of the variant: run klab tune again)", stale)
+                                          : std::string());
+    return l;
+}
+
+}  // namespace klab::autotune

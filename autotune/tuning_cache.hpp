@@ -1,0 +1,132 @@
+#pragma once
+// The tuning cache: what `klab tune` found, per GPU, in results/<gpu-slug>/autotune.json, and the
+// run-time lookup of a launch shape in it.
+//
+// A record is keyed by the GPU's identity (name, compute capability, SM count, driver and runtime
+// versions), the variant's name and the problem class; it is valid only for the variant source it
+// was tuned with (a hash of kernels/<stem>.cu, from the build). It holds the three fastest
+// verified candidates with their statistics, occupancy, registers and shared memory; the fastest
+// at 50% occupancy or more, and what the 100% rule costs against it; the default shape's time;
+// the candidates that failed verification and why.
+//
+// Files are written atomically (a temporary file renamed into place) under an exclusive lock,
+// merged with what is there, so two tuners never corrupt or lose each other's records. A file
+// that cannot be read, is corrupt or truncated, has another format or version, or holds records
+// of a GPU other than the one its folder names is rejected with a warning and never used (and set
+// aside, not overwritten, when a tuner stores into it).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autotune/occupancy.hpp"
+#include "autotune/problem_class.hpp"
+#include "autotune/statistics.hpp"
+#include "harness/variant.hpp"
+
+namespace klab::autotune {
+
+struct GpuIdentity {
+    std::string name;  // "NVIDIA H200"
+    int cc_major = 0;
+    int cc_minor = 0;
+    int sm_count = 0;
+    int driver_version = 0;   // cudaDriverGetVersion, e.g. 13000
+    int runtime_version = 0;  // cudaRuntimeGetVersion
+
+    // "NVIDIA H200, cc 9.0, 132 SMs, driver 13.0, runtime 13.0": records match on all of it.
+    std::string key() const;
+    std::string slug() const;  // "nvidia-h200", the folder under results/
+    bool same_compute_capability(const GpuIdentity& other) const {
+        return cc_major == other.cc_major && cc_minor == other.cc_minor;
+    }
+};
+// The current CUDA device's identity; throws klab::Error without one.
+GpuIdentity current_gpu_identity();
+
+struct KernelRecord {
+    std::string name;
+    KernelResources resources;
+    std::size_t dynamic_shared_bytes = 0;
+};
+
+struct MeasuredCandidate {
+    LaunchShape shape;
+    Quartiles us;  // of the samples, microseconds
+    int samples = 0;
+    Occupancy occupancy;  // the lowest of its kernels'
+    std::vector<KernelRecord> kernels;
+};
+
+struct InvalidCandidate {
+    LaunchShape shape;
+    std::string reason;
+};
+
+struct TuningRecord {
+    GpuIdentity gpu;
+    std::string variant;
+    std::string source_hash;
+    ProblemClass problem_class;
+    std::string problem;  // the representative problem measured, as text
+    double requested_min_occupancy = 1.0;  // --min-occupancy
+    double min_occupancy = 1.0;            // applied: lower when no shape reaches the requested one
+    std::string note;                      // why they differ, or empty
+    std::vector<MeasuredCandidate> top;  // fastest first (ties broken as the tuner says), at most 3
+    double relaxed_min_occupancy = 0.5;
+    std::optional<MeasuredCandidate> best_relaxed;  // fastest at relaxed_min_occupancy or more
+    // What requiring min_occupancy costs: top[0]'s median over best_relaxed's, minus 1 (>= 0; 0.039
+    // means the best shape at min_occupancy is 3.9% slower than the best at relaxed_min_occupancy).
+    std::optional<double> rule_cost;
+    std::optional<MeasuredCandidate> default_shape;  // the variant's default shape, measured alike
+    int candidates_measured = 0;
+    int candidates_excluded = 0;
+    std::vector<InvalidCandidate> invalid;
+    std::string tuned_at;      // UTC, ISO 8601
+    std::string klab_version;  // git describe of the build
+};
+
+class TuningCache {
+public:
+    // One file. Any problem (see above) yields an empty cache and a warning in `warnings`.
+    static TuningCache load_file(const std::filesystem::path& file, std::vector<std::string>& warnings);
+    // Every <results_dir>/*/autotune.json; a missing directory is an empty cache, no warning.
+    static TuningCache load_directory(const std::filesystem::path& results_dir, std::vector<std::string>& warnings);
+
+    // Adds `record`, replacing one of the same GPU key, variant and class.
+    void merge(const TuningRecord& record);
+    const std::vector<TuningRecord>& records() const { return records_; }
+
+private:
+    std::vector<TuningRecord> records_;
+};
+
+// results_dir/<slug>/autotune.json for `gpu`.
+std::filesystem::path cache_file(const std::filesystem::path& results_dir, const GpuIdentity& gpu);
+
+// Merges `records` (all of one GPU) into cache_file(): under an exclusive lock of a ".lock" file
+// beside it, re-reads the file, merges, writes a temporary file and renames it into place. A
+// rejected existing file is renamed to "autotune.json.rejected-<UTC time>" with a warning.
+// Throws klab::Error when the directory cannot be created or written.
+void store(const std::filesystem::path& results_dir, const std::vector<TuningRecord>& records,
+           std::vector<std::string>& warnings);
+
+// The run-time lookup, in this order: the exact problem class on this GPU (same identity key), the
+// same GPU at the nearest resolution bucket (mask, channels and layout equal), the same compute
+// capability (exact class, then nearest size), else the variant's default shape. Records tuned
+// with another source of the variant are skipped, and so are shapes the variant refuses for the
+// problem (check_shape).
+enum class LookupLevel { exact, nearest_size, same_compute_capability, variant_default };
+const char* to_string(LookupLevel level);
+
+struct Lookup {
+    LaunchShape shape;
+    LookupLevel level = LookupLevel::variant_default;
+    std::string explanation;  // one line for the log: where the shape came from, or why the default
+    const TuningRecord* record = nullptr;
+};
+
+Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view source_hash, const Problem& problem,
+              const GpuIdentity& gpu);
+
+}  // namespace klab::autotune

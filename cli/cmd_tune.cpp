@@ -1,0 +1,281 @@
+// klab tune: the autotuner's front end (autotune/). On a GPU it tunes every convolution variant
+// on the chosen problem classes and merges the winners into results/<gpu-slug>/autotune.json;
+// --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
+// we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "autotune/gpu_model.hpp"
+#include "autotune/problem_class.hpp"
+#include "autotune/search_space.hpp"
+#include "autotune/tuner.hpp"
+#include "autotune/tuning_cache.hpp"
+#include "cli/commands.hpp"
+#include "harness/device_info.hpp"
+#include "harness/error.hpp"
+#include "harness/synth.hpp"
+#include "harness/variant.hpp"
+
+namespace klab::cli {
+
+namespace {
+
+using namespace klab::autotune;
+
+struct TuneCliOptions {
+    std::vector<std::string> variants;  // empty: every convolution variant
+    std::vector<std::string> sizes = {"HD", "8K"};
+    std::vector<int> mask_sizes = {3, 9};
+    std::vector<int> channels = {3};
+    std::vector<std::string> layouts = {"aos", "soa"};
+    double min_occupancy = 1.0;
+    double budget_seconds = 0.2;
+    int min_samples = 10;
+    std::string results = "results";
+    bool dry_run = false;
+    std::string plan_for;  // a GPU model name: the offline plan
+    bool verbose = false;
+};
+
+struct Job {
+    const Variant* variant;
+    ProblemClass problem_class;
+};
+
+std::vector<const Variant*> chosen_variants(const TuneCliOptions& o) {
+    if (o.variants.empty()) return Registry::instance().for_op(Operation::convolve);
+    std::vector<const Variant*> out;
+    for (const std::string& name : o.variants) {
+        const Variant& v = Registry::instance().get(name);  // its error lists the names
+        if (v.op() != Operation::convolve) {
+            throw Error(fmt::format("--variant {}: the tuner tunes convolution variants; {} computes {}", name, name,
+                                    to_string(v.op())),
+                        "a convolution variant (`klab list`)");
+        }
+        out.push_back(&v);
+    }
+    return out;
+}
+
+// Classes in size order, the variants of a class one after another (the tuner keeps the
+// class's image and reference between them). Unsupported pairs are listed and skipped.
+std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skipped) {
+    std::vector<ProblemClass> classes;
+    for (const std::string& size : o.sizes) {
+        const synth::Resolution r = synth::parse_resolution(size);
+        if (r.name.find('x') != std::string::npos) {
+            throw Error(fmt::format("--size {}: the tuner tunes resolution buckets", size), "480p, 720p, HD, 4K or 8K");
+        }
+        for (int k : o.mask_sizes) {
+            for (int c : o.channels) {
+                for (const std::string& layout : o.layouts) {
+                    classes.push_back(parse_problem_class(fmt::format("{}/{}x{}/c{}/{}", r.name, k, k, c, layout)));
+                }
+            }
+        }
+    }
+    std::vector<Job> jobs;
+    const std::vector<const Variant*> variants = chosen_variants(o);
+    for (const ProblemClass& c : classes) {
+        const Problem problem = representative_problem(c);
+        for (const Variant* v : variants) {
+            if (const Support s = v->supports(problem); !s) {
+                skipped.push_back(fmt::format("{} {}: {}", v->name(), to_string(c), s.reason()));
+                continue;
+            }
+            jobs.push_back({v, c});
+        }
+    }
+    return jobs;
+}
+
+void print_space(const SearchSpace& space, bool verbose) {
+    fmt::print("    {}\n", space.summary());
+    for (const Candidate& c : space.candidates) {
+        if (c.included()) {
+            std::string registers;
+            for (const KernelOccupancy& k : c.kernels) {
+                registers += fmt::format("{}{} {} regs", registers.empty() ? "" : ", ", k.kernel_name, k.resources.registers_per_thread);
+            }
+            fmt::print("    {:<14} {:>5} threads  occupancy {:<22} {}\n", to_string(c.shape), c.threads, to_string(*c.occupancy), registers);
+        } else if (verbose) {
+            fmt::print("    {:<14} excluded: {}\n", to_string(c.shape), c.excluded_because);
+        }
+    }
+}
+
+// --plan-for: each kernel's registers and shared memory from the records of the same variant
+// (any GPU), preferring the record of the same class.
+std::function<std::optional<KernelResources>(const std::string&)> recorded_resources(const TuningCache& cache,
+                                                                                    const Variant& variant,
+                                                                                    const ProblemClass& wanted) {
+    return [&cache, &variant, wanted](const std::string& kernel) -> std::optional<KernelResources> {
+        std::optional<KernelResources> any;
+        for (const TuningRecord& r : cache.records()) {
+            if (r.variant != variant.name() || r.problem_class.channels != wanted.channels) continue;
+            for (const MeasuredCandidate& m : r.top) {
+                for (const KernelRecord& k : m.kernels) {
+                    if (k.name != kernel) continue;
+                    if (r.problem_class == wanted) return k.resources;
+                    if (!any) any = k.resources;
+                }
+            }
+        }
+        return any;
+    };
+}
+
+void run_plan(const TuneCliOptions& o) {
+    const std::optional<GpuModel> model = find_gpu_model(o.plan_for);
+    if (!model) throw Error(fmt::format("--plan-for {}: an unknown GPU model", o.plan_for), known_gpu_model_names());
+    std::vector<std::string> warnings;
+    const TuningCache cache = TuningCache::load_directory(o.results, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
+    std::vector<std::string> skipped;
+    const std::vector<Job> jobs = jobs_of(o, skipped);
+    fmt::print("search spaces on {} (cc {}.{}, {} SMs, {} threads and {} KiB shared memory per SM), minimum occupancy {}, "
+               "registers and shared memory as recorded in {} (they may differ on another architecture)\n",
+               model->name, model->cc_major, model->cc_minor, model->sm_count, model->max_threads_per_sm,
+               model->shared_per_sm / 1024, percent_text(o.min_occupancy), o.results);
+    for (const Job& job : jobs) {
+        fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
+        const Problem problem = representative_problem(job.problem_class);
+        try {
+            print_space(search_space(*job.variant, problem, o.min_occupancy,
+                                     offline_oracle(*model, recorded_resources(cache, *job.variant, job.problem_class))),
+                        o.verbose);
+        } catch (const Error& e) {
+            fmt::print("    cannot plan: {}\n", e.what());
+        }
+    }
+    for (const std::string& s : skipped) fmt::print("  skipped {}\n", s);
+}
+
+// A progress line on the terminal, rewritten per candidate; nothing when stderr is not a terminal.
+CandidateProgress terminal_progress(const std::string& label) {
+    if (isatty(STDERR_FILENO) == 0) return {};
+    return [label](int done, int total, const LaunchShape& shape) {
+        fmt::print(stderr, "\r  {} [{}/{}] {:<12}{}", label, done, total, to_string(shape), done == total ? "\r\033[K" : "");
+        std::fflush(stderr);
+    };
+}
+
+std::string us_text(const MeasuredCandidate& m) { return fmt::format("{:.1f}", m.us.median); }
+
+void run_tune(const TuneCliOptions& o) {
+    if (!o.plan_for.empty()) return run_plan(o);
+    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
+    const DeviceQuery devices = query_devices();
+    if (devices.devices.empty()) {
+        throw Error(fmt::format("klab tune: {}", devices.no_device_reason),
+                    "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
+    }
+    std::vector<std::string> skipped;
+    const std::vector<Job> jobs = jobs_of(o, skipped);
+    const GpuIdentity gpu = current_gpu_identity();
+
+    if (o.dry_run) {
+        fmt::print("search spaces on {} (minimum occupancy {}, from the CUDA occupancy API)\n", gpu.key(), percent_text(o.min_occupancy));
+        for (const Job& job : jobs) {
+            fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
+            print_space(search_space(*job.variant, representative_problem(job.problem_class), o.min_occupancy, device_oracle()), o.verbose);
+        }
+        for (const std::string& s : skipped) fmt::print("  skipped {}\n", s);
+        return;
+    }
+
+    TuneOptions options;
+    options.min_occupancy = o.min_occupancy;
+    options.timing.budget_seconds = o.budget_seconds;
+    options.timing.min_samples = o.min_samples;
+    const std::filesystem::path file = cache_file(o.results, gpu);
+    fmt::print("tuning {} job(s) on {}; minimum occupancy {} (candidates at 50% or more are measured too, for the cost "
+               "of the rule); {} s and at least {} samples per candidate, L2 flushed; results into {}\n",
+               jobs.size(), gpu.key(), percent_text(o.min_occupancy), o.budget_seconds, o.min_samples, file.string());
+    std::fflush(stdout);
+
+    Tuner tuner(options);
+    std::vector<TuningRecord> done;
+    std::vector<std::string> failures;
+    const auto started = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const Job& job = jobs[i];
+        const std::string label = fmt::format("[{}/{}] {} {}", i + 1, jobs.size(), job.variant->name(), to_string(job.problem_class));
+        try {
+            TuningRecord record = tuner.tune(*job.variant, job.problem_class, terminal_progress(label));
+            std::vector<std::string> warnings;
+            store(o.results, {record}, warnings);  // after every job: an interrupted run keeps what it measured
+            for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
+            const MeasuredCandidate& best = record.top.front();
+            fmt::print("{}: best {} {} us ({} measured, {} invalid, {} excluded){}{}\n", label, to_string(best.shape), us_text(best),
+                       record.candidates_measured, record.invalid.size(), record.candidates_excluded,
+                       record.default_shape ? fmt::format("; default {} {} us", to_string(record.default_shape->shape), us_text(*record.default_shape))
+                                            : std::string(),
+                       record.note.empty() ? std::string() : "; " + record.note);
+            done.push_back(std::move(record));
+        } catch (const Error& e) {
+            failures.push_back(fmt::format("{} {}: {}", job.variant->name(), to_string(job.problem_class), e.what()));
+            fmt::print("{}: FAILED: {}\n", label, e.what());
+        }
+        std::fflush(stdout);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+    fmt::print("\n{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>14}  {}\n", "variant", "problem", "best", "occupancy", "median us",
+               "default us", "rule cost", "best at >= 50%");
+    for (const TuningRecord& r : done) {
+        const MeasuredCandidate& best = r.top.front();
+        fmt::print("{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>13.1f}%  {} {} us ({})\n", r.variant, to_string(r.problem_class),
+                   to_string(best.shape), to_string(best.occupancy), us_text(best),
+                   r.default_shape ? us_text(*r.default_shape) : std::string("-"), 100.0 * r.rule_cost.value_or(0.0),
+                   to_string(r.best_relaxed->shape), us_text(*r.best_relaxed), to_string(r.best_relaxed->occupancy));
+    }
+    for (const std::string& s : skipped) fmt::print("skipped {}\n", s);
+    fmt::print("{} of {} job(s) tuned in {:.0f} s; records in {}\n", done.size(), jobs.size(), seconds, file.string());
+    if (!failures.empty()) {
+        std::string list;
+        for (const std::string& f : failures) list += "\n  " + f;
+        throw Error(fmt::format("{} job(s) found no valid candidate:{}", failures.size(), list),
+                    "every tuned variant verifying on at least one shape");
+    }
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+    auto o = std::make_shared<TuneCliOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "tune", "Find each convolution variant's fastest verified block shape on this GPU and cache it per GPU model");
+    cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every convolution variant)");
+    cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
+    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31")
+        ->check(CLI::Range(1, 31))
+        ->capture_default_str();
+    cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(CLI::IsMember({1, 3, 4}))->capture_default_str();
+    cmd->add_option("--layout", o->layouts, "Layout(s): aos, soa")->check(CLI::IsMember({"aos", "soa"}))->capture_default_str();
+    cmd->add_option("--min-occupancy", o->min_occupancy,
+                    "Lowest theoretical occupancy a candidate may have (0.5 widens the space to 50%)")
+        ->check(CLI::Range(0.01, 1.0))
+        ->capture_default_str();
+    cmd->add_option("--budget-s", o->budget_seconds, "Measuring time per candidate, seconds (it stops earlier once the "
+                                                     "quartiles agree within 1%)")
+        ->check(CLI::Range(0.0, 60.0))
+        ->capture_default_str();
+    cmd->add_option("--min-samples", o->min_samples, "Samples per candidate at least")->check(CLI::Range(1, 100000))->capture_default_str();
+    cmd->add_option("--results", o->results, "Results directory: the cache is <results>/<gpu-slug>/autotune.json")->capture_default_str();
+    cmd->add_flag("--dry-run", o->dry_run, "Show the search spaces on this GPU without measuring");
+    cmd->add_option("--plan-for", o->plan_for,
+                    "Show the search spaces on a GPU model (A100, L4, H100, H200, RTX 4090) from recorded kernel "
+                    "resources; needs no GPU");
+    cmd->add_flag("--verbose", o->verbose, "With --dry-run or --plan-for: list the excluded shapes and why");
+    cmd->callback([o] { run_tune(*o); });
+}
+
+}  // namespace klab::cli
