@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <mutex>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -73,6 +75,11 @@ std::string known_gpu_model_names() { return "A100, L4, H100, H200, RTX 4090"; }
 GpuModel current_gpu_model() {
     int device = 0;
     KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    // cudaGetDeviceProperties is slow (it reads every attribute): once per device and process.
+    static std::mutex mutex;
+    static std::map<int, GpuModel> known;
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(device); it != known.end()) return it->second;
     cudaDeviceProp p{};
     KLAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
     GpuModel m;
@@ -89,6 +96,7 @@ GpuModel current_gpu_model() {
     m.shared_per_sm = p.sharedMemPerMultiprocessor;
     m.shared_per_block_optin = p.sharedMemPerBlockOptin;
     m.reserved_shared_per_block = p.reservedSharedMemPerBlock;
+    known.emplace(device, m);
     return m;
 }
 

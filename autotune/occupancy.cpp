@@ -107,20 +107,17 @@ Occupancy device_occupancy(const KernelLaunch& launch) {
     const int threads = static_cast<int>(launch.block.x * launch.block.y * launch.block.z);
     int blocks = 0;
     KLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, launch.kernel, threads, launch.dynamic_shared_bytes));
-    int device = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&device));
-    int max_threads_per_sm = 0;
-    KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    const GpuModel model = current_gpu_model();
     // The runtime does not say what limited it; the offline calculator on this device's model does.
     std::string limited_by;
-    if (blocks * threads < max_threads_per_sm) {
+    if (blocks * threads < model.max_threads_per_sm) {
         try {
-            limited_by = occupancy(current_gpu_model(), kernel_resources(launch.kernel), threads, launch.dynamic_shared_bytes).limited_by;
+            limited_by = occupancy(model, kernel_resources(launch.kernel), threads, launch.dynamic_shared_bytes).limited_by;
         } catch (const Error&) {
             limited_by = "unknown";
         }
     }
-    return make_occupancy(blocks, threads, max_threads_per_sm, limited_by);
+    return make_occupancy(blocks, threads, model.max_threads_per_sm, limited_by);
 }
 
 std::string percent_text(double fraction) { return fmt::format("{:g}%", std::floor(fraction * 1000.0 + 1e-9) / 10.0); }

@@ -260,15 +260,12 @@ std::string GpuIdentity::key() const {
 std::string GpuIdentity::slug() const { return gpu_slug(name); }
 
 GpuIdentity current_gpu_identity() {
-    int device = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&device));
-    cudaDeviceProp p{};
-    KLAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    const GpuModel model = current_gpu_model();
     GpuIdentity g;
-    g.name = p.name;
-    g.cc_major = p.major;
-    g.cc_minor = p.minor;
-    g.sm_count = p.multiProcessorCount;
+    g.name = model.name;
+    g.cc_major = model.cc_major;
+    g.cc_minor = model.cc_minor;
+    g.sm_count = model.sm_count;
     KLAB_CUDA_CHECK(cudaDriverGetVersion(&g.driver_version));
     KLAB_CUDA_CHECK(cudaRuntimeGetVersion(&g.runtime_version));
     return g;

@@ -85,7 +85,7 @@ void run_study(const RunOptions& o) {
                    query.devices[0].cc_minor, query.devices[0].sm_count);
     }
     if (!query.devices.empty()) check_gpu_variants();
-    fmt::print("Not built yet, so not run: the autotuner, klab-bench and results/<gpu>/.\n\n");
+    fmt::print("Not built yet, so not run: klab-bench and results/<gpu>/bench.json (tune with `klab tune`).\n\n");
 
     const int threads = resolve_threads(o.threads);
     std::vector<synth::Resolution> resolutions;
