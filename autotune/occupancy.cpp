@@ -108,6 +108,11 @@ Occupancy device_occupancy(const KernelLaunch& launch) {
     int blocks = 0;
     KLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, launch.kernel, threads, launch.dynamic_shared_bytes));
     const GpuModel model = current_gpu_model();
+    if (blocks == 0) {
+        throw Error(fmt::format("kernel {}: not one block of {} threads with {} bytes of dynamic shared memory fits on an SM",
+                                launch.kernel_name, threads, launch.dynamic_shared_bytes),
+                    "a block within the SM's registers and shared memory");
+    }
     // The runtime does not say what limited it; the offline calculator on this device's model does.
     std::string limited_by;
     if (blocks * threads < model.max_threads_per_sm) {

@@ -52,7 +52,9 @@ ProblemClass parse_problem_class(std::string_view text) {
             consumed != static_cast<int>(parts[1].size()) || parts[2].size() < 2 || parts[2][0] != 'c') {
             throw fail();
         }
-        c.channels = std::stoi(parts[2].substr(1));
+        std::size_t used = 0;
+        c.channels = std::stoi(parts[2].substr(1), &used);
+        if (used + 1 != parts[2].size()) throw fail();
         c.layout = parse_layout(parts[3]);
     } catch (const std::exception&) {
         throw fail();

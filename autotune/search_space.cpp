@@ -37,18 +37,15 @@ std::string category(const std::string& reason) { return reason.substr(0, reason
 OccupancyOracle device_oracle() {
     return [](const KernelLaunch& launch) {
         const KernelResources resources = kernel_resources(launch.kernel);
-        // Above 48 KiB of dynamic shared memory a kernel must opt in (as prepare() does), or the
-        // occupancy API counts no block at all.
-        if (launch.dynamic_shared_bytes > 48 * 1024) {
-            const GpuModel model = current_gpu_model();
-            if (resources.static_shared_bytes + launch.dynamic_shared_bytes > model.shared_per_block_optin) {
-                throw Error(fmt::format("kernel {} needs {} bytes of shared memory per block", launch.kernel_name,
-                                        resources.static_shared_bytes + launch.dynamic_shared_bytes),
-                            fmt::format("at most {} on {}", model.shared_per_block_optin, model.name));
-            }
-            KLAB_CUDA_CHECK(cudaFuncSetAttribute(launch.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(launch.dynamic_shared_bytes)));
+        // A kernel must opt into more dynamic shared memory (as prepare() does), or the occupancy
+        // API counts no block at all.
+        const GpuModel model = current_gpu_model();
+        if (resources.static_shared_bytes + launch.dynamic_shared_bytes > model.shared_per_block_optin) {
+            throw Error(fmt::format("kernel {} needs {} bytes of shared memory per block", launch.kernel_name,
+                                    resources.static_shared_bytes + launch.dynamic_shared_bytes),
+                        fmt::format("at most {} on {}", model.shared_per_block_optin, model.name));
         }
+        allow_dynamic_shared_memory(launch.kernel, launch.dynamic_shared_bytes);
         return KernelOccupancy{launch.kernel_name, resources, device_occupancy(launch)};
     };
 }
@@ -123,7 +120,9 @@ SearchSpace search_space(const Variant& variant, const Problem& problem, double 
                             const Occupancy& o = c.kernels.back().occupancy;
                             if (!c.occupancy || o.fraction < c.occupancy->fraction) c.occupancy = o;
                         }
-                        if (c.occupancy && c.occupancy->fraction < min_occupancy - 1e-9) {
+                        if (!c.occupancy) {
+                            c.excluded_because = "cannot run: the variant describes no kernel launch for it";
+                        } else if (c.occupancy->fraction < min_occupancy - 1e-9) {
                             c.excluded_because = fmt::format("below {} occupancy: {}", percent_text(min_occupancy), to_string(*c.occupancy));
                         }
                     } catch (const Error& e) {

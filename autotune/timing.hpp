@@ -1,8 +1,13 @@
 #pragma once
 // Cold-cache GPU timing after nvbench's method: CUDA events around each sample, the L2 cache
-// flushed before every sample by overwriting one persistent buffer larger than L2, a warm-up
-// first, at least `min_samples` samples, and about `budget_seconds` per measurement, stopping
+// flushed before every sample (one persistent buffer of twice the L2 size is overwritten, then
+// read, so that no dirty line of it is left to be written back during the sample), a warm-up
+// first, at least `min_samples` samples and about `budget_seconds` per measurement, stopping
 // early once the quartiles agree within `target_spread`.
+//
+// CUDA events resolve about 0.5 us (CUDA programming guide): for kernels of a few tens of
+// microseconds, differences near 1% are at the timer's resolution, which the tuner's tie rule
+// takes into account (tuner.hpp).
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -13,7 +18,9 @@
 
 namespace klab::autotune {
 
-// One device buffer of twice the L2 size, written with cudaMemsetAsync to evict the cache.
+// The resolution of cudaEventElapsedTime, as documented.
+inline constexpr double kEventResolutionUs = 0.5;
+
 class L2Flusher {
 public:
     L2Flusher();  // sized for the current device
@@ -25,6 +32,7 @@ public:
 
 private:
     void* buffer_ = nullptr;
+    unsigned* sink_ = nullptr;  // written only if the read sweep finds a value it never will
     std::size_t bytes_ = 0;
 };
 
@@ -41,9 +49,21 @@ struct Timing {
     bool converged = false;          // stopped on the spread, not the budget
 };
 
+using Work = std::function<void(cudaStream_t)>;
+
 // Times `work` (which enqueues on the stream it is given) with CUDA events. `work` runs once
 // more as warm-up, untimed. Throws klab::Error on any CUDA error.
-Timing measure(const std::function<void(cudaStream_t)>& work, L2Flusher& flusher, cudaStream_t stream,
-               const TimingOptions& options);
+Timing measure(const Work& work, L2Flusher& flusher, cudaStream_t stream, const TimingOptions& options);
+
+// Times several pieces of work in interleaved rounds (a b c a b c ...), so that clock or thermal
+// drift during the measurement shifts them alike: for the final comparison of close candidates.
+// Each gets at least options.min_samples samples; it stops when every spread is below the
+// target or after options.budget_seconds per piece of work.
+std::vector<Timing> measure_interleaved(const std::vector<Work>& works, L2Flusher& flusher, cudaStream_t stream,
+                                        const TimingOptions& options);
+
+// Keeps the GPU busy with `work` for about `seconds`, so that its clocks have ramped up before
+// the first measurement (the GPU idles while the CPU reference is computed).
+void warm_up(const Work& work, cudaStream_t stream, double seconds);
 
 }  // namespace klab::autotune

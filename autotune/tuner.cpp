@@ -7,6 +7,8 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <limits>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -58,6 +60,61 @@ Verification verify_output(const Variant& variant, const Problem& problem, const
                               variant.coefficient_error(problem));
 }
 
+// Evaluates one shape outside the space (the variant's default): nullopt when the variant
+// refuses it or a kernel cannot run it (prepare() would say the same).
+std::optional<Candidate> evaluate(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
+    if (!variant.check_shape(problem, shape)) return std::nullopt;
+    Candidate c;
+    c.shape = shape;
+    c.threads = shape.block_x * shape.block_y;
+    try {
+        for (const KernelLaunch& launch : variant.kernels(problem, shape)) {
+            c.kernels.push_back(device_oracle()(launch));
+            if (!c.occupancy || c.kernels.back().occupancy.fraction < c.occupancy->fraction) c.occupancy = c.kernels.back().occupancy;
+        }
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (!c.occupancy) return std::nullopt;
+    return c;
+}
+
+MeasuredCandidate measured_candidate(const Candidate& c, const LaunchPlan& plan, const Timing& timing) {
+    MeasuredCandidate m;
+    m.shape = c.shape;
+    m.us = timing.us;
+    m.samples = static_cast<int>(timing.samples_us.size());
+    m.occupancy = *c.occupancy;
+    for (std::size_t k = 0; k < c.kernels.size(); ++k) {
+        m.kernels.push_back({c.kernels[k].kernel_name, c.kernels[k].resources, plan.kernels[k].dynamic_shared_bytes});
+    }
+    return m;
+}
+
+// Every kernel the space asked the occupancy API about, with its registers and shared memory:
+// what `klab tune --plan-for` needs for another GPU.
+std::vector<KernelRecord> kernels_seen(const SearchSpace& space) {
+    std::vector<KernelRecord> seen;
+    for (const Candidate& c : space.candidates) {
+        for (const KernelOccupancy& k : c.kernels) {
+            const bool known = std::any_of(seen.begin(), seen.end(), [&](const KernelRecord& r) { return r.name == k.kernel_name; });
+            if (!known) seen.push_back({k.kernel_name, k.resources, 0});
+        }
+    }
+    return seen;
+}
+
+// After a failed candidate: an error that leaves the CUDA context unusable (an illegal address,
+// a kernel fault) would make every later candidate fail for no reason of its own. Stop instead.
+void stop_if_context_lost(const std::string& who, const LaunchShape& shape) {
+    (void)cudaGetLastError();  // clears an error that does not stick
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky != cudaSuccess) {
+        throw CudaContextLost(fmt::format("tuning {} stopped: block {} left the CUDA context unusable ({}: {})", who, to_string(shape),
+                                          cudaGetErrorName(sticky), cudaGetErrorString(sticky)));
+    }
+}
+
 // A mask's sides and coefficients as text: two masks with the same name may differ (mask files).
 std::string mask_identity(const Mask& mask) {
     return fmt::format("{}x{}:{}", mask.width(), mask.height(), fmt::join(mask.coefficients(), ","));
@@ -72,6 +129,7 @@ struct Tuner::Prepared {
     HostPair host;
     DeviceImage<std::uint8_t> input;
     DeviceImage<std::uint8_t> reference;
+    DeviceImage<std::uint8_t> poison;  // the reference's complement: what the output starts as
     DeviceImage<std::uint8_t> output;
     DeviceMask mask;
 
@@ -81,8 +139,19 @@ struct Tuner::Prepared {
           host(std::move(h)),
           input(host.input),
           reference(host.reference),
+          poison(complement(host.reference)),
           output(problem.shape),
           mask(*problem.mask) {}
+
+    static ImageU8 complement(const ImageU8& image) {
+        ImageU8 out(image.shape());
+        for (int y = 0; y < image.height(); ++y) {
+            for (int x = 0; x < image.width(); ++x) {
+                for (int ch = 0; ch < image.channels(); ++ch) out.at(x, y, ch) = static_cast<std::uint8_t>(~image.at(x, y, ch));
+            }
+        }
+        return out;
+    }
 };
 
 Tuner::Tuner(TuneOptions options) : options_(options) {
@@ -120,11 +189,8 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     const double relaxed = std::min(options_.min_occupancy, options_.relaxed_min_occupancy);
     const SearchSpace space = search_space(variant, p.problem, relaxed, device_oracle());
     const LaunchShape default_shape = variant.default_shape(p.problem);
-    // A variant whose kernels cannot reach the minimum at any shape (e.g. more than 32 registers
-    // per thread cannot reach 100%) is tuned at the highest occupancy it does reach, and says so.
-    double highest = 0.0;
-    for (const Candidate* c : space.included()) highest = std::max(highest, c->occupancy->fraction);
-    const double min_occupancy = std::min(options_.min_occupancy, highest);
+    const double min_occupancy = applied_min_occupancy(space, options_.min_occupancy);
+    const std::string who = fmt::format("{} on {}", variant.name(), to_string(problem_class));
 
     TuningRecord record;
     record.gpu = gpu_;
@@ -135,115 +201,164 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     record.requested_min_occupancy = options_.min_occupancy;
     record.min_occupancy = min_occupancy;
     if (min_occupancy < options_.min_occupancy - 1e-9) {
-        record.note = fmt::format("no shape reaches {} occupancy; tuned at the highest reached, {}", percent_text(options_.min_occupancy),
-                                  percent_text(min_occupancy));
+        record.note = fmt::format("no shape reaches {} occupancy; tuned at the highest reached, {}",
+                                  percent_text(options_.min_occupancy), percent_text(min_occupancy));
     }
     record.relaxed_min_occupancy = relaxed;
     record.tuned_at = utc_timestamp();
     record.klab_version = build_version_text();
+    record.kernels_seen = kernels_seen(space);
 
-    // The candidates to measure: the space at the relaxed minimum, plus the default shape when
-    // the space excludes it (so that the record can compare the tuned shape with it).
+    // What to measure: the space at the relaxed minimum, plus the default shape when the space
+    // excludes it (measured only to compare the tuned shape with it).
     struct ToMeasure {
         Candidate candidate;
-        bool in_space = true;  // false: the default shape, measured only for comparison
+        bool in_space = true;
     };
     std::vector<ToMeasure> to_measure;
     bool default_in_space = false;
     for (const Candidate& c : space.candidates) {
-        if (c.included()) {
-            to_measure.push_back({c, true});
-            default_in_space = default_in_space || same_shape(c.shape, default_shape);
-        } else {
+        if (!c.included()) {
             ++record.candidates_excluded;
+            continue;
         }
+        to_measure.push_back({c, true});
+        default_in_space = default_in_space || same_shape(c.shape, default_shape);
     }
     if (!default_in_space) {
-        Candidate c;
-        c.shape = default_shape;
-        c.threads = default_shape.block_x * default_shape.block_y;
-        try {
-            for (const KernelLaunch& launch : variant.kernels(p.problem, default_shape)) {
-                c.kernels.push_back(device_oracle()(launch));
-                if (!c.occupancy || c.kernels.back().occupancy.fraction < c.occupancy->fraction) c.occupancy = c.kernels.back().occupancy;
-            }
-            to_measure.push_back({c, false});
-        } catch (const Error&) {
-            // A default the device cannot run shows up as an invalid candidate only if measured;
-            // prepare() below would say the same. Leave it out.
-        }
+        if (std::optional<Candidate> c = evaluate(variant, p.problem, default_shape)) to_measure.push_back({*c, false});
     }
 
     const DeviceBuffers buffers{device_buffer(p.input), device_buffer(p.output), p.mask.view()};
     const DeviceBuffer reference_buffer = device_buffer(p.reference);
-    std::vector<MeasuredCandidate> measured;       // in the space at min_occupancy
-    std::vector<MeasuredCandidate> relaxed_only;   // below min_occupancy, at relaxed or more
+    const DeviceBuffer poison_buffer = device_buffer(p.poison);
+    // Runs the candidate once and verifies it: the output is first filled with the complement of
+    // the reference, so that any pixel it does not write differs.
+    const auto verified_plan = [&](const LaunchShape& shape) {
+        LaunchPlan plan = prepare(variant, p.problem, buffers, shape);
+        KLAB_CUDA_CHECK(cudaMemcpy2D(buffers.output.data, buffers.output.pitch_bytes, poison_buffer.data, poison_buffer.pitch_bytes,
+                                     static_cast<std::size_t>(p.problem.shape.row_elements()), p.problem.shape.rows(),
+                                     cudaMemcpyDeviceToDevice));
+        launch(plan);
+        KLAB_CUDA_CHECK(cudaDeviceSynchronize());
+        if (count_differences(buffers.output, reference_buffer) != 0) {
+            const Verification v = verify_output(variant, p.problem, p.host, p.output);
+            if (!v.ok()) throw Error("differs from the CPU reference: " + v.summary(), "a verified output");
+        }
+        return plan;
+    };
+
+    // The GPU idled while the CPU reference was computed: let its clocks ramp up first.
+    if (!to_measure.empty()) {
+        try {
+            const LaunchPlan plan = prepare(variant, p.problem, buffers, to_measure.front().candidate.shape);
+            warm_up([&plan](cudaStream_t stream) { launch(plan, stream); }, nullptr, 0.05);
+        } catch (const Error&) {
+            stop_if_context_lost(who, to_measure.front().candidate.shape);  // an invalid first candidate is found below
+        }
+    }
+
+    std::vector<MeasuredCandidate> at_minimum;     // in the space, at min_occupancy or more
+    std::vector<MeasuredCandidate> below_minimum;  // in the space, from relaxed to min_occupancy
     int done = 0;
     for (const auto& [c, in_space] : to_measure) {
-        const bool is_default = same_shape(c.shape, default_shape);
         try {
-            const LaunchPlan plan = prepare(variant, p.problem, buffers, c.shape);
-            KLAB_CUDA_CHECK(cudaMemset(buffers.output.data, 0xA5, p.output.capacity_bytes()));
-            launch(plan);
-            KLAB_CUDA_CHECK(cudaDeviceSynchronize());
-            if (count_differences(buffers.output, reference_buffer) != 0) {
-                const Verification v = verify_output(variant, p.problem, p.host, p.output);
-                if (!v.ok()) throw Error("differs from the CPU reference: " + v.summary(), "a verified output");
-            }
+            const LaunchPlan plan = verified_plan(c.shape);
             const Timing timing = measure([&plan](cudaStream_t stream) { launch(plan, stream); }, *flusher_, nullptr, options_.timing);
-
-            MeasuredCandidate m;
-            m.shape = c.shape;
-            m.us = timing.us;
-            m.samples = static_cast<int>(timing.samples_us.size());
-            m.occupancy = *c.occupancy;
-            for (std::size_t k = 0; k < c.kernels.size(); ++k) {
-                m.kernels.push_back({c.kernels[k].kernel_name, c.kernels[k].resources, plan.kernels[k].dynamic_shared_bytes});
-            }
+            MeasuredCandidate m = measured_candidate(c, plan, timing);
             ++record.candidates_measured;
-            if (is_default) record.default_shape = m;
-            const bool meets_rule = c.occupancy->fraction >= min_occupancy - 1e-9;
-            if (in_space && meets_rule) {
-                measured.push_back(std::move(m));
-            } else if (in_space) {
-                relaxed_only.push_back(std::move(m));
-            }
+            if (same_shape(c.shape, default_shape)) record.default_shape = m;
+            if (in_space) (c.occupancy->fraction >= min_occupancy - 1e-9 ? at_minimum : below_minimum).push_back(std::move(m));
         } catch (const Error& e) {
+            stop_if_context_lost(who, c.shape);
             record.invalid.push_back({c.shape, e.what()});
         }
         if (progress) progress(++done, static_cast<int>(to_measure.size()), c.shape);
     }
-
-    if (measured.empty()) {
+    if (at_minimum.empty()) {
         std::string reasons;
         for (const InvalidCandidate& i : record.invalid) reasons += fmt::format("; {}: {}", to_string(i.shape), i.reason);
-        throw Error(fmt::format("no valid candidate for {} on {} at {} occupancy or more (space at {}: {}{})", variant.name(),
-                                to_string(problem_class), percent_text(min_occupancy), percent_text(relaxed), space.summary(), reasons),
+        throw Error(fmt::format("no valid candidate for {} at {} occupancy or more (space at {}: {}{})", who,
+                                percent_text(min_occupancy), percent_text(relaxed), space.summary(), reasons),
                     "at least one block shape that runs and verifies");
     }
-    const std::vector<std::size_t> order = rank_candidates(measured, default_shape, options_.tie_tolerance);
-    for (std::size_t i = 0; i < order.size() && i < 3; ++i) record.top.push_back(measured[order[i]]);
 
-    // The fastest at the relaxed minimum, by median alone, and what the rule costs against it.
-    const MeasuredCandidate* fastest = &measured.front();
-    for (const auto* list : {&measured, &relaxed_only}) {
+    // The finalists — the fastest few at the minimum and the fastest below it — measured again
+    // in interleaved rounds, so that drift during the long first pass cannot decide the order.
+    remeasure_finalists(variant, p.problem, buffers, at_minimum, below_minimum);
+
+    const std::vector<std::size_t> order = rank_candidates(at_minimum, default_shape, options_.tie_tolerance);
+    for (std::size_t i = 0; i < order.size() && i < 3; ++i) record.top.push_back(at_minimum[order[i]]);
+    const MeasuredCandidate* fastest = &at_minimum.front();
+    for (const auto* list : {&at_minimum, &below_minimum}) {
         for (const MeasuredCandidate& m : *list) {
             if (m.us.median < fastest->us.median) fastest = &m;
         }
     }
     record.best_relaxed = *fastest;
-    record.rule_cost = record.top.front().us.median / fastest->us.median - 1.0;
+    record.rule_cost = rule_cost(at_minimum, below_minimum, relaxed < min_occupancy - 1e-9);
     return record;
 }
 
+void Tuner::remeasure_finalists(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
+                                std::vector<MeasuredCandidate>& at_minimum, std::vector<MeasuredCandidate>& below_minimum) {
+    constexpr double kFinalistWindow = 0.05;  // within 5% of the fastest
+    constexpr std::size_t kMostFinalists = 4;
+    std::vector<MeasuredCandidate*> finalists;
+    const auto pick = [&](std::vector<MeasuredCandidate>& list, std::size_t most) {
+        std::vector<MeasuredCandidate*> sorted;
+        for (MeasuredCandidate& m : list) sorted.push_back(&m);
+        std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->us.median < b->us.median; });
+        for (std::size_t i = 0; i < sorted.size() && i < most; ++i) {
+            if (i == 0 || sorted[i]->us.median <= sorted[0]->us.median * (1.0 + kFinalistWindow)) finalists.push_back(sorted[i]);
+        }
+    };
+    pick(at_minimum, kMostFinalists);
+    pick(below_minimum, 1);
+    if (finalists.size() < 2) return;
+    std::vector<LaunchPlan> plans;
+    for (MeasuredCandidate* m : finalists) plans.push_back(prepare(variant, problem, buffers, m->shape));
+    std::vector<Work> works;
+    for (const LaunchPlan& plan : plans) works.push_back([&plan](cudaStream_t stream) { launch(plan, stream); });
+    const std::vector<Timing> timings = measure_interleaved(works, *flusher_, nullptr, options_.timing);
+    for (std::size_t i = 0; i < finalists.size(); ++i) {
+        finalists[i]->us = timings[i].us;
+        finalists[i]->samples = static_cast<int>(timings[i].samples_us.size());
+        finalists[i]->remeasured = true;
+    }
+}
+
+double applied_min_occupancy(const SearchSpace& space, double requested) {
+    double highest = 0.0;
+    for (const Candidate* c : space.included()) highest = std::max(highest, c->occupancy->fraction);
+    if (highest <= 0.0) {
+        throw Error(fmt::format("no candidate reaches {} occupancy ({})", percent_text(space.min_occupancy), space.summary()),
+                    "a variant with at least one shape at that occupancy; see `klab tune --dry-run --verbose`");
+    }
+    return std::min(requested, highest);
+}
+
+std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
+                                bool relaxed_is_wider) {
+    if (at_minimum.empty() || !relaxed_is_wider) return std::nullopt;
+    const auto fastest = [](const std::vector<MeasuredCandidate>& list, double start) {
+        for (const MeasuredCandidate& m : list) start = std::min(start, m.us.median);
+        return start;
+    };
+    const double best_at_minimum = fastest(at_minimum, std::numeric_limits<double>::infinity());
+    const double best_overall = fastest(below_minimum, best_at_minimum);
+    return best_at_minimum / best_overall - 1.0;
+}
+
 std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& measured, const LaunchShape& default_shape,
-                                         double tie_tolerance) {
+                                         double tie_tolerance, double tie_floor_us) {
     std::vector<std::size_t> order(measured.size());
     std::iota(order.begin(), order.end(), 0);
     if (measured.empty()) return order;
     const auto by_median = [&](std::size_t a, std::size_t b) { return measured[a].us.median < measured[b].us.median; };
     const double fastest = measured[*std::min_element(order.begin(), order.end(), by_median)].us.median;
-    const auto tied = [&](std::size_t i) { return measured[i].us.median <= fastest * (1.0 + tie_tolerance); };
+    const double window = std::max(fastest * tie_tolerance, tie_floor_us);
+    const auto tied = [&](std::size_t i) { return measured[i].us.median <= fastest + window; };
     // The tie-break key: not the default shape, threads, block width, then enumeration order.
     const auto tie_key = [&](std::size_t i) {
         const LaunchShape& s = measured[i].shape;

@@ -3,11 +3,20 @@
 // search space (search_space.hpp) is run once and verified against the CPU reference, then timed
 // cold (timing.hpp); the fastest verified candidates become a TuningRecord (tuning_cache.hpp).
 //
-// Ranking: candidates whose medians lie within `tie_tolerance` (1%) of the fastest are ties,
-// ordered deterministically: the variant's default shape first, then fewer threads, then a
-// narrower block, then the parameters' declaration order. The rest follow by median.
-// Candidates between relaxed_min_occupancy (50%) and min_occupancy (100%) are measured too, so
-// that the record can say what the occupancy rule costs.
+// Each candidate is verified before it is timed: its output buffer starts as the complement of
+// the reference (so an unwritten pixel differs), a byte comparison runs on the device, and only
+// where bytes differ does the full rule of harness/verify.hpp decide. A failing candidate is
+// recorded as invalid and the tune goes on; one that breaks the CUDA context stops it.
+//
+// The GPU is warmed up before the first candidate; after the first pass the finalists (the
+// fastest few within 5%, and the fastest below the minimum occupancy) are measured again in
+// interleaved rounds, so that clock drift during the pass cannot decide their order.
+//
+// Ranking: candidates whose medians lie within `tie_tolerance` (1%) of the fastest — and never
+// closer than twice the CUDA event resolution — are ties, ordered deterministically: the
+// variant's default shape first, then fewer threads, then a narrower block, then enumeration
+// order. The rest follow by median. Candidates between relaxed_min_occupancy (50%) and
+// min_occupancy (100%) are measured too, so that the record can say what the rule costs.
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,6 +58,8 @@ public:
 private:
     struct Prepared;
     Prepared& prepared(const ProblemClass& problem_class);
+    void remeasure_finalists(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
+                             std::vector<MeasuredCandidate>& at_minimum, std::vector<MeasuredCandidate>& below_minimum);
 
     TuneOptions options_;
     GpuIdentity gpu_;
@@ -56,10 +67,29 @@ private:
     std::unique_ptr<L2Flusher> flusher_;
 };
 
+// Thrown when a candidate left the CUDA context unusable (a kernel fault): nothing more can be
+// measured in this process, so the tune stops instead of blaming every later candidate.
+class CudaContextLost : public Error {
+public:
+    using Error::Error;
+};
+
 // The ranking above, on measured candidates; returns indices into `measured`, best first.
-// `default_shape` is the variant's default for the problem. Exposed for tests.
+// Ties: medians within max(tie_tolerance x the fastest, tie_floor_us) of the fastest, the floor
+// being twice the CUDA event resolution. `default_shape` is the variant's default for the problem.
 std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& measured, const LaunchShape& default_shape,
-                                         double tie_tolerance);
+                                         double tie_tolerance, double tie_floor_us = 2.0 * kEventResolutionUs);
+
+// The occupancy a tune applies: the requested minimum, or the highest any included candidate
+// reaches where that is lower (a variant using more registers than full occupancy allows).
+// Throws klab::Error when the space includes no candidate.
+double applied_min_occupancy(const SearchSpace& space, double requested);
+
+// What the minimum costs: the fastest median at the minimum over the fastest overall (those
+// below it included), minus 1, so >= 0. nullopt without a candidate at the minimum or when the
+// relaxed set is not wider than the minimum (--min-occupancy at or below the relaxed one).
+std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
+                                bool relaxed_is_wider);
 
 // The variant's source hash as the build recorded it (Registry), "unknown" when it has none.
 std::string source_hash(const Variant& variant);

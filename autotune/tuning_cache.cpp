@@ -1,6 +1,7 @@
 #include "autotune/tuning_cache.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -52,9 +54,9 @@ LaunchShape shape_from(const json& j) {
     return s;
 }
 
-json candidate_json(const MeasuredCandidate& c) {
+json kernels_json(const std::vector<KernelRecord>& list) {
     json kernels = json::array();
-    for (const KernelRecord& k : c.kernels) {
+    for (const KernelRecord& k : list) {
         kernels.push_back({{"name", k.name},
                            {"registers_per_thread", k.resources.registers_per_thread},
                            {"static_shared_bytes", k.resources.static_shared_bytes},
@@ -62,11 +64,32 @@ json candidate_json(const MeasuredCandidate& c) {
                            {"local_bytes_per_thread", k.resources.local_bytes_per_thread},
                            {"max_threads_per_block", k.resources.max_threads_per_block}});
     }
+    return kernels;
+}
+
+std::vector<KernelRecord> kernels_from(const json& list) {
+    std::vector<KernelRecord> out;
+    for (const json& k : list) {
+        KernelRecord r;
+        r.name = k.at("name").get<std::string>();
+        r.resources.registers_per_thread = k.at("registers_per_thread").get<int>();
+        r.resources.static_shared_bytes = k.at("static_shared_bytes").get<std::size_t>();
+        r.dynamic_shared_bytes = k.at("dynamic_shared_bytes").get<std::size_t>();
+        r.resources.local_bytes_per_thread = k.at("local_bytes_per_thread").get<std::size_t>();
+        r.resources.max_threads_per_block = k.at("max_threads_per_block").get<int>();
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+json candidate_json(const MeasuredCandidate& c) {
+    const json kernels = kernels_json(c.kernels);
     return {{"shape", shape_json(c.shape)},
             {"median_us", c.us.median},
             {"q1_us", c.us.q1},
             {"q3_us", c.us.q3},
             {"samples", c.samples},
+            {"remeasured", c.remeasured},
             {"occupancy", c.occupancy.fraction},
             {"blocks_per_sm", c.occupancy.blocks_per_sm},
             {"occupancy_limited_by", c.occupancy.limited_by},
@@ -80,19 +103,17 @@ MeasuredCandidate candidate_from(const json& j) {
     c.us.q1 = j.at("q1_us").get<double>();
     c.us.q3 = j.at("q3_us").get<double>();
     c.samples = j.at("samples").get<int>();
+    c.remeasured = j.at("remeasured").get<bool>();
     c.occupancy.fraction = j.at("occupancy").get<double>();
     c.occupancy.blocks_per_sm = j.at("blocks_per_sm").get<int>();
     c.occupancy.limited_by = j.at("occupancy_limited_by").get<std::string>();
-    for (const json& k : j.at("kernels")) {
-        KernelRecord r;
-        r.name = k.at("name").get<std::string>();
-        r.resources.registers_per_thread = k.at("registers_per_thread").get<int>();
-        r.resources.static_shared_bytes = k.at("static_shared_bytes").get<std::size_t>();
-        r.dynamic_shared_bytes = k.at("dynamic_shared_bytes").get<std::size_t>();
-        r.resources.local_bytes_per_thread = k.at("local_bytes_per_thread").get<std::size_t>();
-        r.resources.max_threads_per_block = k.at("max_threads_per_block").get<int>();
-        c.kernels.push_back(std::move(r));
-    }
+    c.kernels = kernels_from(j.at("kernels"));
+    // Values no tuner writes: a damaged file, never to be used.
+    const int threads = c.shape.block_x * c.shape.block_y;
+    const bool sane = c.shape.block_x >= 1 && c.shape.block_y >= 1 && threads <= 1024 && std::isfinite(c.us.median) &&
+                      c.us.q1 > 0.0 && c.us.q1 <= c.us.median && c.us.median <= c.us.q3 && std::isfinite(c.us.q3) &&
+                      c.samples >= 1 && c.occupancy.fraction > 0.0 && c.occupancy.fraction <= 1.0 && !c.kernels.empty();
+    if (!sane) throw json::other_error::create(501, "a candidate with impossible values (block, times, samples or occupancy)", &j);
     return c;
 }
 
@@ -142,6 +163,7 @@ json record_json(const TuningRecord& r) {
             {"best_relaxed", optional_candidate(r.best_relaxed)},
             {"rule_cost", r.rule_cost ? json(*r.rule_cost) : json(nullptr)},
             {"default_shape", optional_candidate(r.default_shape)},
+            {"kernels_seen", kernels_json(r.kernels_seen)},
             {"candidates_measured", r.candidates_measured},
             {"candidates_excluded", r.candidates_excluded},
             {"invalid", invalid},
@@ -165,6 +187,7 @@ TuningRecord record_from(const json& j) {
     r.best_relaxed = optional_candidate_from(j.at("best_relaxed"));
     if (!j.at("rule_cost").is_null()) r.rule_cost = j.at("rule_cost").get<double>();
     r.default_shape = optional_candidate_from(j.at("default_shape"));
+    r.kernels_seen = kernels_from(j.at("kernels_seen"));
     r.candidates_measured = j.at("candidates_measured").get<int>();
     r.candidates_excluded = j.at("candidates_excluded").get<int>();
     for (const json& c : j.at("invalid")) r.invalid.push_back({shape_from(c.at("shape")), c.at("reason").get<std::string>()});
@@ -173,8 +196,10 @@ TuningRecord record_from(const json& j) {
     return r;
 }
 
+// Records of one GPU, variant and class tuned under different occupancy rules coexist.
 bool same_key(const TuningRecord& a, const TuningRecord& b) {
-    return a.gpu.key() == b.gpu.key() && a.variant == b.variant && a.problem_class == b.problem_class;
+    return a.gpu.key() == b.gpu.key() && a.variant == b.variant && a.problem_class == b.problem_class &&
+           a.requested_min_occupancy == b.requested_min_occupancy;
 }
 
 // Parses a whole file; throws klab::Error saying why it is not a usable cache of `expected_slug`.
@@ -204,8 +229,10 @@ TuningCache parse_file(const fs::path& file, const std::string& expected_slug) {
         }
     } catch (const json::exception& e) {
         throw Error(fmt::format("{} is corrupt or truncated: {}", file.string(), e.what()), "a complete file written by `klab tune`");
-    } catch (const Error&) {
-        throw;
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.find(file.string()) != std::string::npos) throw;
+        throw Error(fmt::format("{} is corrupt: {}", file.string(), what));  // e.g. a bad problem class
     }
     return cache;
 }
@@ -242,11 +269,6 @@ public:
 private:
     int fd_ = -1;
 };
-
-// Whether `record` may serve `problem` with the variant's current source.
-bool usable(const TuningRecord& record, const Variant& variant, std::string_view source_hash) {
-    return record.variant == variant.name() && record.source_hash == source_hash;
-}
 
 }  // namespace
 
@@ -330,7 +352,10 @@ void store(const fs::path& results_dir, const std::vector<TuningRecord>& records
         try {
             cache = parse_file(file, gpu.slug());
         } catch (const Error& e) {
-            fs::path aside = fs::path(file).concat(".rejected-" + utc_now("%Y%m%dT%H%M%SZ"));
+            // A name no earlier set-aside file has: the time, then a counter.
+            const std::string stem = fs::path(file).concat(".rejected-" + utc_now("%Y%m%dT%H%M%SZ")).string();
+            fs::path aside = stem;
+            for (int n = 2; fs::exists(aside); ++n) aside = fmt::format("{}-{}", stem, n);
             fs::rename(file, aside, error);
             warnings.push_back(fmt::format("{}; set it aside as {} and started a new cache", e.what(),
                                            error ? std::string("(could not rename it)") : aside.filename().string()));
@@ -363,60 +388,86 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view
               const GpuIdentity& gpu) {
     const ProblemClass wanted = problem_class(problem);
     const int wanted_rank = resolution_rank(wanted.resolution);
-    int stale = 0;
+    const std::string key = gpu.key();
 
-    // The best record among those `accept` admits: the exact class first, then the nearest
-    // resolution (the larger one on a tie), keeping only shapes the variant accepts.
-    const auto best = [&](auto accept) -> const TuningRecord* {
-        const TuningRecord* chosen = nullptr;
-        int chosen_distance = 0;
-        int chosen_rank = 0;
+    // A candidate answer: a record and the first of its top shapes the variant accepts.
+    struct Choice {
+        const TuningRecord* record = nullptr;
+        const MeasuredCandidate* shape = nullptr;
+    };
+    int stale_same_class = 0;  // records of this class skipped for another source of the variant
+
+    // The best record among those `admit` lets in, ordered by `rank` (smaller first; the median
+    // of the chosen shape breaks ties, so records of several occupancy rules give the fastest).
+    const auto best = [&](auto admit, auto rank) {
+        Choice chosen;
+        decltype(rank(std::declval<const TuningRecord&>())) chosen_rank{};
         for (const TuningRecord& r : cache.records()) {
-            if (r.variant != variant.name() || !accept(r)) continue;
-            if (!usable(r, variant, source_hash)) {
-                ++stale;
+            if (r.variant != variant.name() || !admit(r)) continue;
+            ProblemClass same_but_size = wanted;
+            same_but_size.resolution = r.problem_class.resolution;
+            if (!(r.problem_class == same_but_size)) continue;
+            if (r.source_hash != source_hash) {
+                if (r.problem_class == wanted) ++stale_same_class;
                 continue;
             }
-            ProblemClass other_size = wanted;
-            other_size.resolution = r.problem_class.resolution;
-            if (!(r.problem_class == other_size)) continue;
-            if (!variant.check_shape(problem, r.top.front().shape)) continue;
-            const int rank = resolution_rank(r.problem_class.resolution);
-            const int distance = std::abs(rank - wanted_rank);
-            if (chosen == nullptr || distance < chosen_distance || (distance == chosen_distance && rank > chosen_rank)) {
-                chosen = &r;
-                chosen_distance = distance;
-                chosen_rank = rank;
+            const MeasuredCandidate* usable = nullptr;
+            for (const MeasuredCandidate& m : r.top) {
+                if (variant.check_shape(problem, m.shape)) {
+                    usable = &m;
+                    break;
+                }
+            }
+            if (usable == nullptr) continue;
+            const auto this_rank = rank(r);
+            if (chosen.record == nullptr || this_rank < chosen_rank ||
+                (!(chosen_rank < this_rank) && usable->us.median < chosen.shape->us.median)) {
+                chosen = {&r, usable};
+                chosen_rank = this_rank;
             }
         }
         return chosen;
     };
-
-    const auto found = [&](const TuningRecord& r, LookupLevel level) {
+    // Size distance first, then the larger bucket (a shape tuned on more pixels, fuller grids).
+    const auto by_size = [&](const TuningRecord& r) {
+        const int rank = resolution_rank(r.problem_class.resolution);
+        return std::make_pair(std::abs(rank - wanted_rank), -rank);
+    };
+    const auto found = [&](const Choice& c, LookupLevel level) {
         Lookup l;
-        l.shape = r.top.front().shape;
+        l.shape = c.shape->shape;
         l.level = level;
-        l.record = &r;
-        l.explanation = fmt::format("block {} from the tuning cache ({}: {} on {}, {:.1f} us median, tuned {})", to_string(l.shape),
-                                    to_string(level), to_string(r.problem_class), r.gpu.name, r.top.front().us.median, r.tuned_at);
+        l.record = c.record;
+        l.explanation = fmt::format("block {} from the tuning cache ({}: {} on {}, minimum occupancy {}, {:.1f} us median, tuned {})",
+                                    to_string(l.shape), to_string(level), to_string(c.record->problem_class), c.record->gpu.name,
+                                    percent_text(c.record->min_occupancy), c.shape->us.median, c.record->tuned_at);
+        if (stale_same_class > 0) {
+            l.explanation += fmt::format("; {} record(s) of this class were tuned with another source of {} and skipped",
+                                         stale_same_class, variant.name());
+        }
         return l;
     };
 
-    const std::string key = gpu.key();
-    if (const TuningRecord* r = best([&](const TuningRecord& x) { return x.gpu.key() == key; })) {
-        return found(*r, r->problem_class == wanted ? LookupLevel::exact : LookupLevel::nearest_size);
+    if (const Choice c = best([&](const TuningRecord& r) { return r.gpu.key() == key; }, by_size); c.record) {
+        return found(c, c.record->problem_class == wanted ? LookupLevel::exact : LookupLevel::nearest_size);
     }
-    stale = 0;  // counted again by the next pass, which sees every record of the variant
-    if (const TuningRecord* r = best([&](const TuningRecord& x) { return x.gpu.same_compute_capability(gpu); })) {
-        return found(*r, LookupLevel::same_compute_capability);
+    // The same compute capability: the same GPU model (another driver or runtime) first.
+    const auto same_model = [&](const TuningRecord& r) { return r.gpu.name == gpu.name && r.gpu.sm_count == gpu.sm_count; };
+    const auto by_model_then_size = [&](const TuningRecord& r) { return std::make_pair(same_model(r) ? 0 : 1, by_size(r)); };
+    stale_same_class = 0;  // counted again over the wider set
+    if (const Choice c = best([&](const TuningRecord& r) { return r.gpu.same_compute_capability(gpu); }, by_model_then_size);
+        c.record) {
+        return found(c, LookupLevel::same_compute_capability);
     }
     Lookup l;
     l.shape = variant.default_shape(problem);
     l.level = LookupLevel::variant_default;
     l.explanation = fmt::format("block {}, the variant's default: no usable tuning for {} {} on {}{}", to_string(l.shape),
                                 variant.name(), to_string(wanted), gpu.name,
-                                stale > 0 ? fmt::format(" ({} record(s) tuned with another source of the variant: run klab tune again)", stale)
-                                          : std::string());
+                                stale_same_class > 0 ? fmt::format(" ({} record(s) of this class were tuned with another source of "
+                                                                   "the variant: run klab tune again)",
+                                                                   stale_same_class)
+                                                     : std::string());
     return l;
 }
 

@@ -3,8 +3,9 @@
 // run-time lookup of a launch shape in it.
 //
 // A record is keyed by the GPU's identity (name, compute capability, SM count, driver and runtime
-// versions), the variant's name and the problem class; it is valid only for the variant source it
-// was tuned with (a hash of kernels/<stem>.cu, from the build). It holds the three fastest
+// versions), the variant's name, the problem class and the occupancy rule it was tuned under; it
+// is valid only for the variant code it was tuned with (KLAB_VARIANT_SOURCE_HASH, from the build:
+// kernels/CMakeLists.txt). It holds the three fastest
 // verified candidates with their statistics, occupancy, registers and shared memory; the fastest
 // at 50% occupancy or more, and what the 100% rule costs against it; the default shape's time;
 // the candidates that failed verification and why.
@@ -54,6 +55,7 @@ struct MeasuredCandidate {
     LaunchShape shape;
     Quartiles us;  // of the samples, microseconds
     int samples = 0;
+    bool remeasured = false;  // a finalist: the figures come from the interleaved second pass
     Occupancy occupancy;  // the lowest of its kernels'
     std::vector<KernelRecord> kernels;
 };
@@ -79,11 +81,12 @@ struct TuningRecord {
     // means the best shape at min_occupancy is 3.9% slower than the best at relaxed_min_occupancy).
     std::optional<double> rule_cost;
     std::optional<MeasuredCandidate> default_shape;  // the variant's default shape, measured alike
+    std::vector<KernelRecord> kernels_seen;  // every kernel of the space, its registers and shared memory
     int candidates_measured = 0;
     int candidates_excluded = 0;
     std::vector<InvalidCandidate> invalid;
     std::string tuned_at;      // UTC, ISO 8601
-    std::string klab_version;  // git describe of the build
+    std::string klab_version;  // the commit of the build (harness/version.hpp), "-dirty" when modified
 };
 
 class TuningCache {
@@ -112,10 +115,11 @@ void store(const std::filesystem::path& results_dir, const std::vector<TuningRec
            std::vector<std::string>& warnings);
 
 // The run-time lookup, in this order: the exact problem class on this GPU (same identity key), the
-// same GPU at the nearest resolution bucket (mask, channels and layout equal), the same compute
-// capability (exact class, then nearest size), else the variant's default shape. Records tuned
-// with another source of the variant are skipped, and so are shapes the variant refuses for the
-// problem (check_shape).
+// same GPU at the nearest resolution bucket (mask, channels and layout equal; the larger bucket on
+// a tie), the same compute capability (the same GPU model first, then the nearest size), else the
+// variant's default shape. Records tuned with another source of the variant are skipped, and so
+// are shapes the variant refuses for the problem (check_shape; the record's next shape is tried).
+// Between records of several occupancy rules at one level, the faster shape wins.
 enum class LookupLevel { exact, nearest_size, same_compute_capability, variant_default };
 const char* to_string(LookupLevel level);
 

@@ -224,10 +224,16 @@ TunedShape tuned_shape(const ApplyOptions& o, const Variant& variant, const Prob
     const autotune::Lookup found =
         autotune::lookup(cache, variant, autotune::source_hash(variant), problem, autotune::current_gpu_identity());
     if (found.level == autotune::LookupLevel::variant_default) return {found.shape, found.explanation};
-    const Verification check = autotune::verify_shape_once(variant, problem, found.shape);
-    if (check.ok()) return {found.shape, found.explanation + "; re-verified on a 509x287 image"};
+    std::string failure;
+    try {
+        const Verification check = autotune::verify_shape_once(variant, problem, found.shape);
+        if (check.ok()) return {found.shape, found.explanation + "; re-verified on a 509x287 image"};
+        failure = check.summary();
+    } catch (const Error& e) {
+        failure = e.what();  // e.g. a shape the device cannot run
+    }
     fmt::print(stderr, "klab apply: warning: the cached block {} of {} fails verification ({}); using the default\n",
-               to_string(found.shape), variant.name(), check.summary());
+               to_string(found.shape), variant.name(), failure);
     const LaunchShape fallback = variant.default_shape(problem);
     return {fallback, fmt::format("block {}, the variant's default (the cached {} failed verification)", to_string(fallback),
                                   to_string(found.shape))};

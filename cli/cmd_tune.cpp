@@ -3,6 +3,7 @@
 // --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
 // we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -111,24 +112,26 @@ void print_space(const SearchSpace& space, bool verbose) {
     }
 }
 
-// --plan-for: each kernel's registers and shared memory from the records of the same variant
-// (any GPU), preferring the record of the same class.
+// --plan-for: each kernel's registers and shared memory as recorded by earlier tunes of the same
+// variant (any GPU): from the record of the same class first (the same template instance), else
+// one with the same channel count and layout. A kernel name can stand for several instances.
 std::function<std::optional<KernelResources>(const std::string&)> recorded_resources(const TuningCache& cache,
                                                                                     const Variant& variant,
                                                                                     const ProblemClass& wanted) {
     return [&cache, &variant, wanted](const std::string& kernel) -> std::optional<KernelResources> {
-        std::optional<KernelResources> any;
+        std::optional<KernelResources> similar;
         for (const TuningRecord& r : cache.records()) {
-            if (r.variant != variant.name() || r.problem_class.channels != wanted.channels) continue;
-            for (const MeasuredCandidate& m : r.top) {
-                for (const KernelRecord& k : m.kernels) {
-                    if (k.name != kernel) continue;
-                    if (r.problem_class == wanted) return k.resources;
-                    if (!any) any = k.resources;
-                }
+            if (r.variant != variant.name() || r.problem_class.channels != wanted.channels ||
+                r.problem_class.layout != wanted.layout) {
+                continue;
+            }
+            for (const KernelRecord& k : r.kernels_seen) {
+                if (k.name != kernel) continue;
+                if (r.problem_class == wanted) return k.resources;
+                if (!similar) similar = k.resources;
             }
         }
-        return any;
+        return similar;
     };
 }
 
@@ -169,8 +172,26 @@ CandidateProgress terminal_progress(const std::string& label) {
 
 std::string us_text(const MeasuredCandidate& m) { return fmt::format("{:.1f}", m.us.median); }
 
+// Timings from a build that synchronises after every launch or carries device debug code (the
+// debug preset) would be cached as if they were real: refuse.
+void require_timing_build() {
+#if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)
+    throw Error("klab tune in a debug build (stream synchronised after each launch, device code built with -G): its timings "
+                "are not the kernels'",
+                "a release build: cmake --workflow --preset release, then build/release/klab tune");
+#endif
+}
+
+void check_mask_sizes(const std::vector<int>& sizes) {
+    for (int k : sizes) {
+        if (k % 2 == 0) throw Error(fmt::format("--mask-size {}", k), "odd sides from 1 to 31");
+    }
+}
+
 void run_tune(const TuneCliOptions& o) {
+    check_mask_sizes(o.mask_sizes);
     if (!o.plan_for.empty()) return run_plan(o);
+    require_timing_build();
     if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
     const DeviceQuery devices = query_devices();
     if (devices.devices.empty()) {
@@ -220,6 +241,8 @@ void run_tune(const TuneCliOptions& o) {
                                             : std::string(),
                        record.note.empty() ? std::string() : "; " + record.note);
             done.push_back(std::move(record));
+        } catch (const CudaContextLost&) {
+            throw;  // nothing more can run in this process; the records stored so far stay
         } catch (const Error& e) {
             failures.push_back(fmt::format("{} {}: {}", job.variant->name(), to_string(job.problem_class), e.what()));
             fmt::print("{}: FAILED: {}\n", label, e.what());
@@ -228,13 +251,14 @@ void run_tune(const TuneCliOptions& o) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-    fmt::print("\n{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>14}  {}\n", "variant", "problem", "best", "occupancy", "median us",
+    fmt::print("\n{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>10}  {}\n", "variant", "problem", "best", "occupancy", "median us",
                "default us", "rule cost", "best at >= 50%");
     for (const TuningRecord& r : done) {
         const MeasuredCandidate& best = r.top.front();
-        fmt::print("{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>13.1f}%  {} {} us ({})\n", r.variant, to_string(r.problem_class),
+        fmt::print("{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>10}  {} {} us ({})\n", r.variant, to_string(r.problem_class),
                    to_string(best.shape), to_string(best.occupancy), us_text(best),
-                   r.default_shape ? us_text(*r.default_shape) : std::string("-"), 100.0 * r.rule_cost.value_or(0.0),
+                   r.default_shape ? us_text(*r.default_shape) : std::string("-"),
+                   r.rule_cost ? fmt::format("{:.1f}%", 100.0 * *r.rule_cost) : std::string("-"),
                    to_string(r.best_relaxed->shape), us_text(*r.best_relaxed), to_string(r.best_relaxed->occupancy));
     }
     for (const std::string& s : skipped) fmt::print("skipped {}\n", s);
@@ -242,8 +266,8 @@ void run_tune(const TuneCliOptions& o) {
     if (!failures.empty()) {
         std::string list;
         for (const std::string& f : failures) list += "\n  " + f;
-        throw Error(fmt::format("{} job(s) found no valid candidate:{}", failures.size(), list),
-                    "every tuned variant verifying on at least one shape");
+        throw Error(fmt::format("{} of {} job(s) failed:{}", failures.size(), jobs.size(), list),
+                    "every job finding a verified shape and storing it");
     }
 }
 

@@ -6,7 +6,8 @@
 execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse HEAD
   OUTPUT_VARIABLE commit RESULT_VARIABLE commit_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 if(commit_status EQUAL 0)
-  execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
+  # Untracked files count: a new kernels/*.cu is compiled in without being committed.
+  execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain
     OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(changes STREQUAL "")
     set(dirty false)

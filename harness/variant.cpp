@@ -293,14 +293,18 @@ void check_kernel(const std::string& who, const KernelLaunch& k, const DeviceLim
         throw Error(fmt::format("{}: block {} needs {} bytes of shared memory", what, block_text, shared),
                     fmt::format("at most {} bytes per block on {}", limits.shared_per_block_optin, limits.name));
     }
-    if (k.dynamic_shared_bytes > static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)) {
-        // Above the default 48 KiB a kernel must opt in (CUDA programming guide, "Shared Memory").
-        KLAB_CUDA_CHECK(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(k.dynamic_shared_bytes)));
-    }
+    allow_dynamic_shared_memory(k.kernel, k.dynamic_shared_bytes);
 }
 
 }  // namespace
+
+void allow_dynamic_shared_memory(const void* kernel, std::size_t bytes) {
+    cudaFuncAttributes attributes{};
+    KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    if (bytes > static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)) {
+        KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    }
+}
 
 LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
                    const LaunchShape& shape) {

@@ -195,6 +195,11 @@ void launch(const LaunchPlan& plan, cudaStream_t stream = nullptr);
 void run(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers, const LaunchShape& shape,
          cudaStream_t stream = nullptr);
 
+// Raises `kernel`'s dynamic shared memory limit to `bytes` when its current limit (48 KiB minus
+// its static shared memory, unless raised before) is lower: what a launch needing more must do
+// first (CUDA programming guide, "Shared Memory"). prepare() and the occupancy queries use it.
+void allow_dynamic_shared_memory(const void* kernel, std::size_t bytes);
+
 // Grid side covering `n` elements with blocks of `block` elements.
 inline unsigned grid_side(int n, int block) { return static_cast<unsigned>((n + block - 1) / block); }
 

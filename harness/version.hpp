@@ -7,7 +7,7 @@ namespace klab {
 
 struct BuildVersion {
     const char* commit;  // full git SHA, or "unknown"
-    bool dirty;          // tracked files differed from the commit
+    bool dirty;          // files differed from the commit, or files git does not ignore were untracked
 };
 
 BuildVersion build_version();

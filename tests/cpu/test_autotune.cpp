@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "autotune/gpu_model.hpp"
 #include "autotune/occupancy.hpp"
@@ -60,10 +61,12 @@ TEST(Occupancy, SixtyFourToTenTwentyFourThreadBlocksAtUpTo32RegistersReachFullOc
 }
 
 TEST(Occupancy, ThirtyTwoThreadBlocksReachHalfBecauseAnSmHoldsThirtyTwoBlocks) {
-    const Occupancy o = occupancy(model("H200"), resources(32), 32, 0);
-    EXPECT_EQ(o.blocks_per_sm, 32);
-    EXPECT_EQ(o.fraction, 0.5);
-    EXPECT_NE(o.limited_by.find("blocks"), std::string::npos) << o.limited_by;
+    for (const char* name : {"H100", "H200"}) {
+        const Occupancy o = occupancy(model(name), resources(32), 32, 0);
+        EXPECT_EQ(o.blocks_per_sm, 32) << name;
+        EXPECT_EQ(o.fraction, 0.5) << name;
+        EXPECT_NE(o.limited_by.find("blocks"), std::string::npos) << o.limited_by;
+    }
 }
 
 TEST(Occupancy, FortyRegistersCannotReachFullOccupancy) {
@@ -237,12 +240,13 @@ TEST(Statistics, QuartilesInterpolateLikeNumpy) {
     test::expect_error([] { quantile({}, 0.5); }, "no samples");
 }
 
-MeasuredCandidate measured(int x, int y, double median_us) {
+MeasuredCandidate measured(int x, int y, double median_us, double occupancy_fraction = 1.0) {
     MeasuredCandidate m;
     m.shape = LaunchShape{x, y, {}};
-    m.us = {median_us, median_us, median_us};
+    m.us = {median_us * 0.99, median_us, median_us * 1.02};
     m.samples = 10;
-    m.occupancy.fraction = 1.0;
+    m.occupancy.fraction = occupancy_fraction;
+    m.kernels.push_back({"k", resources(30, 16), 1024});
     return m;
 }
 
@@ -255,8 +259,39 @@ TEST(Ranking, TiesWithinOnePercentPreferTheDefaultThenFewerThreadsThenNarrower) 
     EXPECT_EQ(order, (std::vector<std::size_t>{3, 2, 1, 0, 4}));
     // Without the default among them: fewer threads first.
     EXPECT_EQ(rank_candidates(m, LaunchShape{4, 4, {}}, 0.01), (std::vector<std::size_t>{2, 1, 3, 0, 4}));
-    // With no tolerance, by median alone.
-    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.0), (std::vector<std::size_t>{2, 0, 3, 1, 4}));
+    // With no tolerance and no floor, by median alone.
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.0, 0.0), (std::vector<std::size_t>{2, 0, 3, 1, 4}));
+}
+
+// At a few microseconds, 1% is below the CUDA events' 0.5 us resolution: the tie window never
+// shrinks below twice that.
+TEST(Ranking, ShortKernelsTieWithinTwiceTheEventResolution) {
+    const std::vector<MeasuredCandidate> m = {measured(64, 4, 10.0), measured(32, 8, 10.9), measured(16, 4, 11.1)};
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.01), (std::vector<std::size_t>{1, 0, 2}));
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.01, 0.0), (std::vector<std::size_t>{0, 1, 2}));
+}
+
+TEST(RuleCost, IsTheFastestAtTheMinimumOverTheFastestOverall) {
+    const std::vector<MeasuredCandidate> at_minimum = {measured(32, 8, 104.0), measured(64, 4, 110.0)};
+    const std::vector<MeasuredCandidate> below = {measured(128, 4, 100.0, 0.75), measured(8, 8, 120.0, 0.5)};
+    EXPECT_NEAR(*rule_cost(at_minimum, below, true), 0.04, 1e-12);
+    // Nothing faster below the minimum: it costs nothing, whatever the tie-break picked.
+    EXPECT_EQ(*rule_cost(at_minimum, {measured(8, 8, 120.0, 0.5)}, true), 0.0);
+    EXPECT_EQ(*rule_cost(at_minimum, {}, true), 0.0);
+    // No wider set to compare with, or nothing at the minimum: no figure.
+    EXPECT_FALSE(rule_cost(at_minimum, below, false));
+    EXPECT_FALSE(rule_cost({}, below, true));
+}
+
+TEST(AppliedMinimum, IsTheRequestedOneOrTheHighestReached) {
+    const SpaceVariant variant;
+    const auto forty = [](const std::string&) { return std::optional<KernelResources>(resources(40)); };
+    // Every shape at 40 registers: at most 75% on an H200.
+    const SearchSpace space = search_space(variant, hd_problem(), 0.5, offline_oracle(model("H200"), forty));
+    EXPECT_EQ(applied_min_occupancy(space, 1.0), 0.75);
+    EXPECT_EQ(applied_min_occupancy(space, 0.6), 0.6);
+    const SearchSpace none = search_space(variant, hd_problem(), 0.9, offline_oracle(model("H200"), forty));
+    test::expect_error([&] { applied_min_occupancy(none, 1.0); }, "no candidate reaches 90% occupancy");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,7 +303,7 @@ TEST(ProblemClasses, TextRoundTripsAndBucketsAreNearestByPixels) {
     EXPECT_EQ(c.layout, Layout::soa);
     EXPECT_EQ(to_string(c), "8K/9x9/c3/soa");
     for (const char* bad : {"8K/9x9/c3", "9K/9x9/c3/aos", "HD/4x4/c3/aos", "HD/3x3/c2/aos", "HD/3x3/3/aos", "HD/3x3/c3/xyz",
-                            "HD/3x3x/c3/aos", "HD/33x33/c3/aos"}) {
+                            "HD/3x3x/c3/aos", "HD/33x33/c3/aos", "HD/3x3/c3x/aos"}) {
         test::expect_error([&] { parse_problem_class(bad); }, "HD/3x3/c3/aos");
     }
     EXPECT_EQ(resolution_bucket(1920, 1080), "HD");
@@ -299,12 +334,13 @@ TuningRecord record(const GpuIdentity& gpu, const std::string& variant, const st
     r.problem_class = parse_problem_class(problem_class);
     r.problem = "convolve ...";
     MeasuredCandidate best = measured(x, y, 10.0);
-    best.kernels.push_back({"k", resources(30, 16), 1024});
+    best.kernels = {{"k", resources(30, 16), 1024}};
     best.occupancy.blocks_per_sm = 8;
     r.top = {best, measured(x, y * 2 <= 256 ? y * 2 : 1, 10.5)};
     r.best_relaxed = best;
     r.rule_cost = 0.0;
     r.default_shape = measured(32, 8, 12.0);
+    r.kernels_seen = {{"k", resources(30, 16), 0}, {"k2", resources(40), 0}};
     r.candidates_measured = 30;
     r.candidates_excluded = 51;
     r.invalid.push_back({LaunchShape{8, 8, {}}, "differs from the CPU reference"});
@@ -313,10 +349,19 @@ TuningRecord record(const GpuIdentity& gpu, const std::string& variant, const st
     return r;
 }
 
+// `text` with the first `from` replaced by `to`; fails the test when `from` is absent.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << "no " << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+}
+
 class Cache : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() / ("klab_cache_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+        dir = fs::temp_directory_path() / fmt::format("klab_cache_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                                                      ::getpid());
         fs::remove_all(dir);
     }
     void TearDown() override { fs::remove_all(dir); }
@@ -368,6 +413,10 @@ TEST_F(Cache, RoundTripsEveryField) {
     EXPECT_EQ(back.invalid[0].reason, "differs from the CPU reference");
     EXPECT_EQ(back.tuned_at, r.tuned_at);
     EXPECT_EQ(back.klab_version, "abc");
+    // Every field: the record read back and stored again gives the same file, byte for byte.
+    std::vector<std::string> again_warnings;
+    store(dir / "again", cache.records(), again_warnings);
+    EXPECT_EQ(read(dir / "again" / "nvidia-h200" / "autotune.json"), read(h200_file()));
     // No temporary or rejected file is left beside it.
     for (const auto& entry : fs::directory_iterator(h200_file().parent_path())) {
         const std::string name = entry.path().filename().string();
@@ -382,12 +431,16 @@ TEST_F(Cache, MergesReplacingOnlyTheSameGpuVariantAndClass) {
     store(dir, {record(h200(), "conv.global", "HD/3x3/c3/aos", 128, 2), record(h200(), "conv.constant", "HD/3x3/c3/aos", 16, 16)},
           warnings);
     store(dir, {record(h200(14000), "conv.global", "HD/3x3/c3/aos", 8, 8)}, warnings);  // another driver: another key
+    TuningRecord relaxed = record(h200(), "conv.global", "HD/3x3/c3/aos", 16, 16);
+    relaxed.requested_min_occupancy = 0.5;  // another rule: kept beside the 100% record
+    store(dir, {relaxed}, warnings);
     const TuningCache cache = TuningCache::load_file(h200_file(), warnings);
     EXPECT_TRUE(warnings.empty());
-    ASSERT_EQ(cache.records().size(), 4u);
+    ASSERT_EQ(cache.records().size(), 5u);
     int replaced = 0;
     for (const TuningRecord& r : cache.records()) {
-        if (r.variant == "conv.global" && to_string(r.problem_class) == "HD/3x3/c3/aos" && r.gpu.driver_version == 13000) {
+        if (r.variant == "conv.global" && to_string(r.problem_class) == "HD/3x3/c3/aos" && r.gpu.driver_version == 13000 &&
+            r.requested_min_occupancy == 1.0) {
             EXPECT_EQ(to_string(r.top.front().shape), "128x2");
             ++replaced;
         }
@@ -429,6 +482,9 @@ TEST_F(Cache, CorruptTruncatedForeignAndOtherFormatsAreRejectedWithAWarningAndNe
         {R"({"format": "something-else", "version": 1, "records": []})", "not a klab tuning cache"},
         {R"({"format": "klab-autotune", "version": 99, "records": []})", "version 99"},
         {R"({"format": "klab-autotune", "version": 1, "records": [{"gpu": {}}]})", "corrupt or truncated"},
+        {replaced(good, "\"block\": [\n            64,\n            4\n          ]", "\"block\": [64, 64]"), "impossible values"},
+        {replaced(good, "\"median_us\": 10.0", "\"median_us\": -1.0"), "impossible values"},
+        {replaced(good, "\"class\": \"HD/3x3/c3/aos\"", "\"class\": \"HD/4x4/c3/aos\""), "is corrupt"},
     };
     const SpaceVariant variant;
     for (const auto& [text, fragment] : cases) {
@@ -510,6 +566,36 @@ TEST(Lookup, ExactThenNearestSizeThenSameComputeCapabilityThenDefault) {
     check(rgba, h200(), LookupLevel::variant_default, "32x8 outputs=1");  // channels differ
 }
 
+TEST(Lookup, AtTheComputeCapabilityLevelTheSameModelComesFirst) {
+    TuningCache cache;
+    cache.merge(record(h100(), "conv.test", "HD/3x3/c3/aos", 64, 4));   // another model, exact class
+    cache.merge(record(h200(), "conv.test", "4K/3x3/c3/aos", 16, 16));  // this model, older driver, nearest size
+    const LookupVariant v;
+    const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
+    const Lookup l = lookup(cache, v, "hash", p, h200(14000));
+    EXPECT_EQ(l.level, LookupLevel::same_compute_capability);
+    EXPECT_EQ(to_string(l.shape), "16x16") << l.explanation;
+}
+
+TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
+    TuningCache cache;
+    TuningRecord r = record(h200(), "conv.test", "HD/3x3/c3/aos", 4, 64);  // refused: narrower than 8
+    r.top[1].shape = LaunchShape{8, 32, {}};
+    cache.merge(r);
+    TuningRecord stale = record(h200(), "conv.test", "HD/3x3/c3/aos", 32, 4, "old-hash");
+    stale.requested_min_occupancy = 0.5;  // kept beside the first (another rule)
+    cache.merge(stale);
+    ASSERT_EQ(cache.records().size(), 2u);
+    const LookupVariant v;
+    const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
+    const Lookup l = lookup(cache, v, "hash", p, h200());
+    EXPECT_EQ(l.level, LookupLevel::exact);
+    EXPECT_EQ(to_string(l.shape), "8x32") << l.explanation;
+    EXPECT_NE(l.explanation.find("minimum occupancy 100%"), std::string::npos) << l.explanation;
+    // The stale record of this class is named, and only it.
+    EXPECT_NE(l.explanation.find("1 record(s) of this class were tuned with another source"), std::string::npos) << l.explanation;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The command line without a GPU
 
@@ -540,11 +626,11 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
 }
 
 TEST(TuneCli, PlansASpaceForAnotherGpuFromRecordedResources) {
-    const fs::path dir = fs::temp_directory_path() / "klab_tune_plan";
+    const fs::path dir = fs::temp_directory_path() / fmt::format("klab_tune_plan_{}", ::getpid());
     fs::remove_all(dir);
     // Records of conv.global's kernel as an H200 tune would write them: 32 registers.
     TuningRecord r = record(h200(), "conv.global", "HD/3x3/c3/aos", 32, 8, source_hash(Registry::instance().get("conv.global")));
-    for (MeasuredCandidate& m : r.top) m.kernels = {{"conv_global_kernel", resources(32), 0}};
+    r.kernels_seen = {{"conv_global_kernel", resources(32), 0}};
     std::vector<std::string> warnings;
     store(dir, {r}, warnings);
     const test::CommandResult plan =
