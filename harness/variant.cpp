@@ -117,6 +117,8 @@ Support Variant::check_shape(const Problem&, const LaunchShape&) const { return 
 
 double Variant::coefficient_error(const Problem&) const { return 0.0; }
 
+std::size_t Variant::scratch_bytes(const Problem&, const LaunchShape&) const { return 0; }
+
 // ---------------------------------------------------------------------------------------------
 // prepare(): every check before a launch
 
@@ -334,9 +336,21 @@ LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceB
         throw Error(fmt::format("{}: block {} for {}: {}", who, to_string(shape), to_string(problem), support.reason()),
                     "a shape the variant accepts");
     }
-    LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape), 0};
+    LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape), 0, nullptr, 0};
     KLAB_CUDA_CHECK(cudaGetDevice(&plan.device));
     for (const KernelLaunch& k : plan.kernels) check_kernel(who, k, limits);
+    plan.scratch_bytes = variant.scratch_bytes(problem, shape);
+    if (plan.scratch_bytes > 0) {
+        void* memory = nullptr;
+        const cudaError_t status = cudaMalloc(&memory, plan.scratch_bytes);
+        if (status != cudaSuccess) {
+            (void)cudaGetLastError();  // an allocation failure does not stick; clear it
+            throw Error(fmt::format("{} needs {} bytes of scratch device memory for {}: {} ({})", who, plan.scratch_bytes,
+                                    to_string(problem), cudaGetErrorName(status), cudaGetErrorString(status)),
+                        "a problem whose buffers and scratch fit in the device's free memory");
+        }
+        plan.scratch = std::shared_ptr<void>(memory, [](void* p) { KLAB_CUDA_CHECK_NOTHROW(cudaFree(p)); });
+    }
     return plan;
 }
 

@@ -154,6 +154,14 @@ struct LaunchPlan {
     LaunchShape shape;
     std::vector<KernelLaunch> kernels;
     int device = 0;  // the device prepare() checked against; launch() refuses another
+    // Device memory of Variant::scratch_bytes() bytes (256-byte aligned), owned by the plan and
+    // its copies: plans never share scratch, so plans on different streams may run at once, and
+    // launching a plan allocates nothing. Null when the variant needs none.
+    std::shared_ptr<void> scratch;
+    std::size_t scratch_bytes = 0;
+
+    template <class T>
+    T* scratch_as() const { return static_cast<T*>(scratch.get()); }
 };
 
 class Variant {
@@ -173,6 +181,10 @@ public:
     virtual LaunchShape default_shape(const Problem& problem) const;
     // Whether this variant runs `problem` with `shape`; the default accepts every shape.
     virtual Support check_shape(const Problem& problem, const LaunchShape& shape) const;
+    // Device memory the variant needs besides its buffers to run `problem` with `shape` (an
+    // intermediate image, a summed-area table); 0, the default, for none. prepare() allocates it
+    // into the plan (LaunchPlan::scratch), so a variant never allocates in enqueue().
+    virtual std::size_t scratch_bytes(const Problem& problem, const LaunchShape& shape) const;
     // Convolutions only: the largest |c - m| between a coefficient c this variant effectively
     // applies and the mask's coefficient m. 0 (the default) for variants that multiply by the
     // mask's own coefficients; a separable variant multiplies row by column factors, which differ
@@ -188,7 +200,8 @@ public:
 
 // Checks and plans; throws klab::Error naming the variant and what is wrong. Queries the current
 // device's limits (cached) and each kernel's attributes; raises a kernel's dynamic shared memory
-// limit when a plan needs more than the default 48 KiB and the device allows it.
+// limit when a plan needs more than the default 48 KiB and the device allows it; allocates the
+// variant's scratch memory (an allocation failure is an error here, never in launch()).
 LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
                    const LaunchShape& shape);
 void launch(const LaunchPlan& plan, cudaStream_t stream = nullptr);

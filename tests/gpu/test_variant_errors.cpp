@@ -182,6 +182,49 @@ TEST_F(VariantErrors, TileAbove48KiBOptsInAndVerifies) {
     EXPECT_TRUE(v.ok()) << v.summary();
 }
 
+// conv.global's kernels with a scratch request: prepare() allocates it into the plan, or refuses
+// the call when the device cannot hold it (before any launch, the output untouched).
+class ScratchVariant final : public Variant {
+public:
+    explicit ScratchVariant(std::size_t bytes) : bytes_(bytes) {}
+    std::string name() const override { return "test.scratch"; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override { return "test double"; }
+    Support supports(const Problem&) const override { return Support::yes(); }
+    TuningSpace tuning_space() const override { return block_tuning_space(); }
+    std::vector<KernelLaunch> kernels(const Problem& p, const LaunchShape& s) const override {
+        return Registry::instance().get("conv.global").kernels(p, s);
+    }
+    std::size_t scratch_bytes(const Problem&, const LaunchShape&) const override { return bytes_; }
+    void enqueue(const LaunchPlan&, cudaStream_t) const override {}
+
+private:
+    std::size_t bytes_;
+};
+
+TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlanOrRefusedUpFront) {
+    const LaunchPlan plan = prepare(ScratchVariant(1000), problem, buffers, LaunchShape{32, 8, {}});
+    ASSERT_NE(plan.scratch, nullptr);
+    EXPECT_EQ(plan.scratch_bytes, 1000u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(plan.scratch.get()) % 256, 0u);
+    cudaPointerAttributes attributes{};
+    KLAB_CUDA_CHECK(cudaPointerGetAttributes(&attributes, plan.scratch.get()));
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+    const LaunchPlan copy = plan;  // copies share the plan's scratch
+    EXPECT_EQ(copy.scratch_as<std::uint8_t>(), plan.scratch_as<std::uint8_t>());
+    EXPECT_EQ(prepare(ScratchVariant(0), problem, buffers, LaunchShape{32, 8, {}}).scratch, nullptr);
+
+    std::size_t free_bytes = 0, total_bytes = 0;
+    KLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    try {
+        prepare(ScratchVariant(2 * total_bytes), problem, buffers, LaunchShape{32, 8, {}});
+        ADD_FAILURE() << "a scratch request beyond the device's memory was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("bytes of scratch device memory"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // the failed allocation left no error behind
+}
+
 }  // namespace
 }  // namespace klab
 
