@@ -111,4 +111,12 @@ Problem representative_problem(const ProblemClass& c) {
     return convolve_problem(shape, std::move(mask), Border{BorderMode::replicate});
 }
 
+Problem representative_problem(const ProblemClass& c, const Variant& variant) {
+    Problem problem = representative_problem(c);
+    if (variant.supports(problem) || c.mask_width != c.mask_height) return problem;
+    Problem box = problem;
+    box.mask = masks::box(c.mask_width);
+    return variant.supports(box) ? box : problem;
+}
+
 }  // namespace klab::autotune

@@ -9,6 +9,7 @@
 
 #include "harness/image.hpp"
 #include "harness/problem.hpp"
+#include "harness/variant.hpp"
 
 namespace klab::autotune {
 
@@ -40,5 +41,9 @@ int resolution_rank(std::string_view bucket);
 // The problem the tuner measures for a class (square masks: gaussian k; others: a box-like
 // mask of the class's sides).
 Problem representative_problem(const ProblemClass& c);
+// The same for one variant: the Gaussian problem when the variant supports it, else the box
+// mask of the class's sides when it supports that (conv.box_integral takes box masks only), else
+// the Gaussian problem, which the caller will find unsupported.
+Problem representative_problem(const ProblemClass& c, const Variant& variant);
 
 }  // namespace klab::autotune

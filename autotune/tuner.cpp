@@ -169,23 +169,22 @@ Tuner::Tuner(TuneOptions options) : options_(options) {
 
 Tuner::~Tuner() = default;
 
-Tuner::Prepared& Tuner::prepared(const ProblemClass& problem_class) {
-    if (!prepared_ || !(prepared_->problem_class == problem_class)) {
-        prepared_.reset();  // free the previous class's buffers first
-        Problem problem = representative_problem(problem_class);
+Tuner::Prepared& Tuner::prepared(const ProblemClass& problem_class, const Problem& problem) {
+    if (!prepared_ || !(prepared_->problem_class == problem_class) || prepared_->problem.mask->name() != problem.mask->name()) {
+        prepared_.reset();  // free the previous problem's buffers first
         HostPair host = host_pair(problem, options_.image_seed, options_.reference_threads);
-        prepared_ = std::make_unique<Prepared>(problem_class, std::move(problem), std::move(host));
+        prepared_ = std::make_unique<Prepared>(problem_class, problem, std::move(host));
     }
     return *prepared_;
 }
 
 TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_class, const CandidateProgress& progress) {
-    const Problem representative = representative_problem(problem_class);
+    const Problem representative = representative_problem(problem_class, variant);
     if (const Support s = variant.supports(representative); !s) {
         throw Error(fmt::format("{} does not support {}: {}", variant.name(), to_string(representative), s.reason()),
                     "a class the variant supports (`klab list`)");
     }
-    Prepared& p = prepared(problem_class);
+    Prepared& p = prepared(problem_class, representative);
     const double relaxed = std::min(options_.min_occupancy, options_.relaxed_min_occupancy);
     const SearchSpace space = search_space(variant, p.problem, relaxed, device_oracle());
     const LaunchShape default_shape = variant.default_shape(p.problem);

@@ -42,8 +42,10 @@ struct TuneOptions {
 // Called after each candidate: (candidates done, candidates in all, the last one's shape).
 using CandidateProgress = std::function<void(int done, int total, const LaunchShape& shape)>;
 
-// Tunes variants on the classes given to it, keeping the current class's input, reference and
-// device buffers between variants (tune the variants of one class one after another).
+// Tunes variants on the classes given to it, keeping the current problem's input, reference and
+// device buffers between variants (tune the variants of one class one after another). Each
+// variant runs its class's representative problem (problem_class.hpp): the Gaussian one, or the
+// box one for a variant that takes box masks only.
 class Tuner {
 public:
     explicit Tuner(TuneOptions options);
@@ -57,7 +59,7 @@ public:
 
 private:
     struct Prepared;
-    Prepared& prepared(const ProblemClass& problem_class);
+    Prepared& prepared(const ProblemClass& problem_class, const Problem& problem);
     void remeasure_finalists(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
                              std::vector<MeasuredCandidate>& at_minimum, std::vector<MeasuredCandidate>& below_minimum);
 

@@ -85,8 +85,8 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
     std::vector<Job> jobs;
     const std::vector<const Variant*> variants = chosen_variants(o);
     for (const ProblemClass& c : classes) {
-        const Problem problem = representative_problem(c);
         for (const Variant* v : variants) {
+            const Problem problem = representative_problem(c, *v);
             if (const Support s = v->supports(problem); !s) {
                 skipped.push_back(fmt::format("{} {}: {}", v->name(), to_string(c), s.reason()));
                 continue;
@@ -149,7 +149,7 @@ void run_plan(const TuneCliOptions& o) {
                model->shared_per_sm / 1024, percent_text(o.min_occupancy), o.results);
     for (const Job& job : jobs) {
         fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
-        const Problem problem = representative_problem(job.problem_class);
+        const Problem problem = representative_problem(job.problem_class, *job.variant);
         try {
             print_space(search_space(*job.variant, problem, o.min_occupancy,
                                      offline_oracle(*model, recorded_resources(cache, *job.variant, job.problem_class))),
@@ -206,7 +206,9 @@ void run_tune(const TuneCliOptions& o) {
         fmt::print("search spaces on {} (minimum occupancy {}, from the CUDA occupancy API)\n", gpu.key(), percent_text(o.min_occupancy));
         for (const Job& job : jobs) {
             fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
-            print_space(search_space(*job.variant, representative_problem(job.problem_class), o.min_occupancy, device_oracle()), o.verbose);
+            print_space(search_space(*job.variant, representative_problem(job.problem_class, *job.variant), o.min_occupancy,
+                                     device_oracle()),
+                        o.verbose);
         }
         for (const std::string& s : skipped) fmt::print("  skipped {}\n", s);
         return;

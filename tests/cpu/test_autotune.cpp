@@ -319,6 +319,19 @@ TEST(ProblemClasses, TextRoundTripsAndBucketsAreNearestByPixels) {
     EXPECT_EQ(representative_problem(parse_problem_class("480p/1x7/c1/aos")).mask->height(), 7);
 }
 
+class BoxOnlyVariant : public SpaceVariant {
+public:
+    Support supports(const Problem& p) const override {
+        return p.mask->name().rfind("box", 0) == 0 ? Support::yes() : Support::no("box masks only");
+    }
+};
+
+TEST(ProblemClasses, AVariantThatTakesBoxMasksOnlyIsTunedOnABox) {
+    const ProblemClass c = parse_problem_class("HD/9x9/c3/aos");
+    EXPECT_EQ(representative_problem(c, SpaceVariant()).mask->name(), "gauss9");
+    EXPECT_EQ(representative_problem(c, BoxOnlyVariant()).mask->name(), "box9");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The cache
 
