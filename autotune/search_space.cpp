@@ -87,6 +87,37 @@ std::string SearchSpace::summary() const {
     return text;
 }
 
+Candidate evaluate_shape(const Variant& variant, const Problem& problem, const LaunchShape& shape, double min_occupancy,
+                         const OccupancyOracle& oracle) {
+    Candidate c;
+    c.shape = shape;
+    c.threads = shape.block_x * shape.block_y;
+    if (c.threads < kMinBlockThreads || c.threads > kMaxBlockThreads) {
+        c.excluded_because = fmt::format("outside {}..{} threads: {}", kMinBlockThreads, kMaxBlockThreads, c.threads);
+        return c;
+    }
+    if (const Support s = variant.check_shape(problem, shape); !s) {
+        c.excluded_because = "refused by the variant: " + s.reason();
+        return c;
+    }
+    try {
+        for (const KernelLaunch& launch : variant.kernels(problem, shape)) {
+            c.kernels.push_back(oracle(launch));
+            const Occupancy& o = c.kernels.back().occupancy;
+            if (!c.occupancy || o.fraction < c.occupancy->fraction) c.occupancy = o;
+        }
+    } catch (const Error& e) {
+        c.excluded_because = std::string("cannot run: ") + e.what();
+        return c;
+    }
+    if (!c.occupancy) {
+        c.excluded_because = "cannot run: the variant describes no kernel launch for it";
+    } else if (c.occupancy->fraction < min_occupancy - 1e-9) {
+        c.excluded_because = fmt::format("below {} occupancy: {}", percent_text(min_occupancy), to_string(*c.occupancy));
+    }
+    return c;
+}
+
 SearchSpace search_space(const Variant& variant, const Problem& problem, double min_occupancy, const OccupancyOracle& oracle) {
     if (!(min_occupancy > 0.0 && min_occupancy <= 1.0)) {
         throw Error(fmt::format("a minimum occupancy of {}", min_occupancy), "a fraction above 0 and at most 1, e.g. 0.5");
@@ -106,30 +137,7 @@ SearchSpace search_space(const Variant& variant, const Problem& problem, double 
     for (const auto& parameters : parameter_combinations(declared.parameters)) {
         for (int y : declared.block_y) {
             for (int x : declared.block_x) {
-                Candidate c;
-                c.shape = LaunchShape{x, y, parameters};
-                c.threads = x * y;
-                if (c.threads < kMinBlockThreads || c.threads > kMaxBlockThreads) {
-                    c.excluded_because = fmt::format("outside {}..{} threads: {}", kMinBlockThreads, kMaxBlockThreads, c.threads);
-                } else if (const Support s = variant.check_shape(problem, c.shape); !s) {
-                    c.excluded_because = "refused by the variant: " + s.reason();
-                } else {
-                    try {
-                        for (const KernelLaunch& launch : variant.kernels(problem, c.shape)) {
-                            c.kernels.push_back(oracle(launch));
-                            const Occupancy& o = c.kernels.back().occupancy;
-                            if (!c.occupancy || o.fraction < c.occupancy->fraction) c.occupancy = o;
-                        }
-                        if (!c.occupancy) {
-                            c.excluded_because = "cannot run: the variant describes no kernel launch for it";
-                        } else if (c.occupancy->fraction < min_occupancy - 1e-9) {
-                            c.excluded_because = fmt::format("below {} occupancy: {}", percent_text(min_occupancy), to_string(*c.occupancy));
-                        }
-                    } catch (const Error& e) {
-                        c.excluded_because = std::string("cannot run: ") + e.what();
-                    }
-                }
-                space.candidates.push_back(std::move(c));
+                space.candidates.push_back(evaluate_shape(variant, problem, LaunchShape{x, y, parameters}, min_occupancy, oracle));
             }
         }
     }

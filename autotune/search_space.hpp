@@ -55,6 +55,10 @@ struct SearchSpace {
     std::string summary() const;
 };
 
+// One shape: included, or excluded with its reason (as listed above).
+Candidate evaluate_shape(const Variant& variant, const Problem& problem, const LaunchShape& shape, double min_occupancy,
+                         const OccupancyOracle& oracle);
+
 // Throws klab::Error when min_occupancy is outside (0, 1] or the problem is one the variant does
 // not support.
 SearchSpace search_space(const Variant& variant, const Problem& problem, double min_occupancy,

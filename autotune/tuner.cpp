@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 #include <numeric>
-#include <set>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -21,7 +20,6 @@
 #include "harness/reference/reference.hpp"
 #include "harness/synth.hpp"
 #include "harness/version.hpp"
-
 
 namespace klab::autotune {
 
@@ -58,25 +56,6 @@ HostPair host_pair(const Problem& problem, std::uint64_t seed, int threads) {
 Verification verify_output(const Variant& variant, const Problem& problem, const HostPair& host, DeviceImage<std::uint8_t>& out) {
     return verify_convolution(host.input, *problem.mask, problem.border, host.reference, out.download(),
                               variant.coefficient_error(problem));
-}
-
-// Evaluates one shape outside the space (the variant's default): nullopt when the variant
-// refuses it or a kernel cannot run it (prepare() would say the same).
-std::optional<Candidate> evaluate(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
-    if (!variant.check_shape(problem, shape)) return std::nullopt;
-    Candidate c;
-    c.shape = shape;
-    c.threads = shape.block_x * shape.block_y;
-    try {
-        for (const KernelLaunch& launch : variant.kernels(problem, shape)) {
-            c.kernels.push_back(device_oracle()(launch));
-            if (!c.occupancy || c.kernels.back().occupancy.fraction < c.occupancy->fraction) c.occupancy = c.kernels.back().occupancy;
-        }
-    } catch (const Error&) {
-        return std::nullopt;
-    }
-    if (!c.occupancy) return std::nullopt;
-    return c;
 }
 
 MeasuredCandidate measured_candidate(const Candidate& c, const LaunchPlan& plan, const Timing& timing) {
@@ -225,7 +204,9 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
         default_in_space = default_in_space || same_shape(c.shape, default_shape);
     }
     if (!default_in_space) {
-        if (std::optional<Candidate> c = evaluate(variant, p.problem, default_shape)) to_measure.push_back({*c, false});
+        // Whatever its occupancy (hence the minimum of 0): it is measured only for comparison.
+        const Candidate c = evaluate_shape(variant, p.problem, default_shape, 0.0, device_oracle());
+        if (c.included()) to_measure.push_back({c, false});
     }
 
     const DeviceBuffers buffers{device_buffer(p.input), device_buffer(p.output), p.mask.view()};
