@@ -42,7 +42,9 @@ const Layout kProbeLayouts[] = {Layout::aos, Layout::soa};
 const BorderMode kProbeBorders[] = {BorderMode::constant, BorderMode::replicate, BorderMode::mirror,
                                     BorderMode::reflect, BorderMode::wrap};
 
-// Box masks: every odd square side, then a wide and a tall one (variants may treat x and y apart).
+// Box masks: every odd square side, then a wide and a tall one (variants may treat x and y apart),
+// one mask that is no box, a 3x3 Gaussian, so that box-only variants show their refusal, and one
+// that is no outer product (rank 1), sharpen, so that separable variants show theirs.
 std::vector<Mask> probe_masks() {
     std::vector<Mask> masks;
     for (int side = 1; side <= Mask::kMaxSide; side += 2) masks.push_back(masks::box(side));
@@ -50,8 +52,14 @@ std::vector<Mask> probe_masks() {
         masks.emplace_back(w, h, std::vector<float>(static_cast<std::size_t>(w * h), 1.0f / static_cast<float>(w * h)),
                            fmt::format("box{}x{}", w, h));
     }
+    masks.push_back(masks::gaussian(3));
+    masks.push_back(masks::sharpen());
     return masks;
 }
+
+// The integral image reads no pixel outside the image: it is probed with one border only, and
+// its listing names no borders.
+bool uses_border(Operation op) { return op != Operation::integral; }
 
 std::vector<Problem> probe_problems(Operation op) {
     const std::vector<Mask> masks = probe_masks();
@@ -59,6 +67,7 @@ std::vector<Problem> probe_problems(Operation op) {
     for (int channels : kProbeChannels) {
         for (Layout layout : kProbeLayouts) {
             for (BorderMode mode : kProbeBorders) {
+                if (!uses_border(op) && mode != BorderMode::replicate) continue;
                 Problem base;
                 base.op = op;
                 base.shape = {kProbeWidth, kProbeHeight, channels, layout};
@@ -107,6 +116,7 @@ struct Dimensions {
     std::set<Layout> layouts;
     std::set<BorderMode> borders;
     std::set<std::pair<int, int>> masks;  // (width, height); empty for ops without a mask
+    bool uses_border = true;              // false for the integral, whose borders are not listed
 };
 
 Dimensions dimensions_of(const std::vector<const Probe*>& probes) {
@@ -116,6 +126,7 @@ Dimensions dimensions_of(const std::vector<const Probe*>& probes) {
         d.layouts.insert(p->problem.shape.layout);
         d.borders.insert(p->problem.border.mode);
         if (p->problem.mask) d.masks.emplace(p->problem.mask->width(), p->problem.mask->height());
+        d.uses_border = uses_border(p->problem.op);
     }
     return d;
 }
@@ -175,9 +186,11 @@ std::string borders_text(const std::set<BorderMode>& borders) {
 std::string channels_text(const Dimensions& d) { return fmt::format("channels {}", fmt::join(d.channels, ",")); }
 std::string layouts_text(const Dimensions& d) { return fmt::format("{}", fmt::join(layout_names(d.layouts), ",")); }
 
-// Every dimension: "channels 1,3,4 · aos,soa · borders all · masks 1x1..31x31, 3x7, 7x3".
+// Every dimension: "channels 1,3,4 · aos,soa · borders all · masks 1x1..31x31, 3x7, 7x3" (no
+// borders for an op that uses none).
 std::string full_text(const Dimensions& d) {
-    std::string text = fmt::format("{} · {} · borders {}", channels_text(d), layouts_text(d), borders_text(d.borders));
+    std::string text = fmt::format("{} · {}", channels_text(d), layouts_text(d));
+    if (d.uses_border) text += " · borders " + borders_text(d.borders);
     if (!d.masks.empty()) text += " · masks " + masks_text(d.masks);
     return text;
 }

@@ -78,8 +78,7 @@ Verification verify_convolution(const ImageU8& input, const Mask& mask, Border b
         // Only ties between two representable results: below 0.5 and above 254.5 saturation decides.
         if (tie < 0.5 || tie > 254.5) return false;
         const bool straddles = std::min(value, expected) == static_cast<std::int64_t>(std::floor(tie));
-        // Pixels are at most 255, so sum_k p_k <= 255 * taps.
-        const double slack = coefficient_error * 255.0 * taps;
+        const double slack = coefficient_error * sum.pixel_sum;
         return straddles && std::fabs(sum.value - tie) <= fp32_tie_bound(taps, sum.magnitude) + slack;
     });
 }

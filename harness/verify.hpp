@@ -54,8 +54,8 @@ double fp32_tie_bound(int taps, double magnitude);
 // `reference` is reference::convolve(input, mask, border); `actual` the variant's output.
 // `coefficient_error` is Variant::coefficient_error(): for a variant whose effective coefficients
 // differ from the mask's by up to e, the exact sum it approximates differs from the reference's by
-// up to e * sum_k p_k <= e * 255 * taps, which is added to the tie bound. Throws klab::Error when
-// the shapes differ or e is negative.
+// up to e * sum_k p_k (the pixels under the mask at that element), which is added to the tie
+// bound. Throws klab::Error when the shapes differ or e is negative.
 Verification verify_convolution(const ImageU8& input, const Mask& mask, Border border, const ImageU8& reference,
                                 const ImageU8& actual, double coefficient_error = 0.0);
 

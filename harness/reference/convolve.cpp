@@ -67,6 +67,7 @@ ConvolutionSum convolve_sum_at(ImageView<const std::uint8_t> in, const Mask& mas
             const double term = static_cast<double>(mask.at(i, j)) * v;
             sum.value += term;
             sum.magnitude += std::fabs(term);
+            sum.pixel_sum += v;
         }
     }
     return sum;

@@ -27,8 +27,9 @@ ImageU8 convolve(const ImageU8& in, const Mask& mask, Border border, int threads
 // double sum itself, before rounding, and the sum of the magnitudes of its terms |m(i,j)*in|,
 // which scales the fp32 accumulation error of a kernel.
 struct ConvolutionSum {
-    double value = 0.0;
-    double magnitude = 0.0;
+    double value = 0.0;       // sum_k m_k * p_k
+    double magnitude = 0.0;   // sum_k |m_k * p_k|
+    double pixel_sum = 0.0;   // sum_k p_k, the pixels under the mask
 };
 ConvolutionSum convolve_sum_at(ImageView<const std::uint8_t> in, const Mask& mask, Border border, int x, int y, int c);
 

@@ -92,6 +92,55 @@ TEST(Verify, SaturatedValuesHaveNoTie) {
     EXPECT_FALSE(verify_convolution(input, m, Border{}, reference, test::gray_image(2, 1, {254, 1})).ok());
 }
 
+// A variant whose effective coefficients differ from the mask's by up to e (a separable one)
+// gets e * (the sum of the pixels under the mask) more room around a tie, and only that much.
+TEST(Verify, CoefficientErrorWidensTheTieBoundByItsShareAndNoMore) {
+    // 0.5 + 2^-20 on a pixel of 1: the reference rounds to 1; 0 is 2^-20 from the tie, far outside
+    // the fp32 bound for one tap (~3e-8).
+    const ImageU8 input = test::gray_image(1, 1, {1});
+    const Mask above = single(0.5f + std::ldexp(1.0f, -20));
+    const ImageU8 reference = reference::convolve(input, above, Border{});
+    ASSERT_EQ(reference.at(0, 0, 0), 1);
+    const ImageU8 zero = test::gray_image(1, 1, {0});
+    const double distance = std::ldexp(1.0, -20);
+    ASSERT_GT(distance, fp32_tie_bound(1, 0.5));
+    EXPECT_FALSE(verify_convolution(input, above, Border{}, reference, zero).ok());
+    EXPECT_FALSE(verify_convolution(input, above, Border{}, reference, zero, 0.5 * distance).ok());
+    const Verification widened = verify_convolution(input, above, Border{}, reference, zero, distance);
+    EXPECT_TRUE(widened.ok()) << widened.summary();
+    EXPECT_EQ(widened.tolerated, 1u);
+    // The slack never excuses a difference of 2, nor one on the far side of the tie.
+    EXPECT_FALSE(verify_convolution(input, above, Border{}, reference, test::gray_image(1, 1, {2}), 1.0).ok());
+    // It scales with the pixels: 3 pixels of 1 under a 3x1 mask of (0.5 + 2^-20) / 3 each.
+    const ImageU8 row = test::gray_image(3, 1, {1, 1, 1});
+    const float third = (0.5f + std::ldexp(1.0f, -20)) / 3.0f;
+    const Mask spread(3, 1, {third, third, third}, "spread");
+    const ImageU8 spread_reference = reference::convolve(row, spread, Border{BorderMode::constant, 0});
+    ASSERT_EQ(spread_reference.at(1, 0, 0), 1);
+    ImageU8 spread_actual = spread_reference;
+    spread_actual.at(1, 0, 0) = 0;
+    const double tie_distance = 3.0 * static_cast<double>(third) - 0.5;
+    EXPECT_FALSE(verify_convolution(row, spread, Border{BorderMode::constant, 0}, spread_reference, spread_actual,
+                                    0.8 * tie_distance / 3)
+                     .ok());
+    EXPECT_TRUE(verify_convolution(row, spread, Border{BorderMode::constant, 0}, spread_reference, spread_actual,
+                                   1.0 * tie_distance / 3)
+                    .ok());
+}
+
+TEST(Verify, RefusesANegativeOrNonFiniteCoefficientError) {
+    const ImageU8 input = test::gray_image(1, 1, {1});
+    const ImageU8 reference = reference::convolve(input, single(1.0f), Border{});
+    test::expect_error([&] { verify_convolution(input, single(1.0f), Border{}, reference, reference, -1e-9); },
+                       "a finite value >= 0");
+    test::expect_error([&] { verify_convolution(input, single(1.0f), Border{}, reference, reference, std::nan("")); },
+                       "a finite value >= 0");
+    test::expect_error(
+        [&] { verify_convolution(input, single(1.0f), Border{}, reference, reference, HUGE_VAL); },
+        "a finite value >= 0");
+    EXPECT_TRUE(verify_convolution(input, single(1.0f), Border{}, reference, reference, 0.0).ok());
+}
+
 TEST(Verify, TieBoundGrowsWithTapsAndMagnitude) {
     EXPECT_NEAR(fp32_tie_bound(961, 255.0), 961 * 255.0 * std::ldexp(1.0, -24), 1e-6);  // ~0.0146
     EXPECT_LT(fp32_tie_bound(9, 255.0), fp32_tie_bound(961, 255.0));

@@ -4,7 +4,8 @@
 // The table covers tiny images (1x1, 1x7, 7x1, 2x3, 5x5 under a 9x9 mask), sizes that are no
 // multiple of any block side (17x13, 33x31, 127x65), 640x480 and 1920x1080; 1, 3 and 4 channels;
 // AoS and SoA; every border, constant with a non-zero value too; the mask families (box, gaussian
-// 3/5/7/9, sharpen, laplacian, emboss, unsharp, a random 31x31, non-square 3x7 and 7x3). Pitches
+// 3/5/7/9, sharpen, laplacian, emboss, unsharp, a random 31x31, non-square 3x7 and 7x3, and for the
+// separable variants random rank-1 masks: 1x9, 9x1, 5x13, 31x31, a 1x1). Pitches
 // rotate through tight (pitch = row), odd (row + 13 bytes) and cudaMallocPitch's; launch shapes
 // through the variant's default and an awkward one. Pixels are seeded random.
 // Small sizes take the full product of masks × borders × channels × layouts; the two large sizes
@@ -14,6 +15,7 @@
 // Each variant's cases are one CTest test (tests/CMakeLists.txt), named after the variant.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -63,10 +65,32 @@ Mask random_mask(int width, int height, std::uint32_t seed) {
     return Mask(width, height, c, fmt::format("random{}x{}", width, height));
 }
 
+// A seeded random rank-1 mask: float(col[j] * row[i]) with factors drawn from [-0.5, 1.5] and
+// scaled to sum 1 each, so that the separable variants meet negative taps, non-square and one-pixel-wide
+// shapes, and factors that reproduce the coefficients only up to fp32 rounding.
+Mask random_separable_mask(int width, int height, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    const auto factor = [&](int n) {
+        std::vector<double> f(static_cast<std::size_t>(n));
+        double sum = 0.0;
+        for (double& v : f) sum += (v = uniform(rng) + 0.5);
+        for (double& v : f) v /= sum;
+        return f;
+    };
+    const std::vector<double> row = factor(width), column = factor(height);
+    std::vector<float> c;
+    for (double cj : column)
+        for (double ri : row) c.push_back(static_cast<float>(cj * ri));
+    return Mask(width, height, c, fmt::format("rsep{}x{}", width, height));
+}
+
 std::vector<Mask> mask_families() {
     return {masks::box(5),      masks::gaussian(3),       masks::gaussian(5),     masks::gaussian(7),
             masks::gaussian(9), masks::sharpen(),         masks::laplacian(),     masks::emboss(),
-            masks::unsharp(5, 0.0, 1.5), random_mask(31, 31, 31), random_mask(3, 7, 37), random_mask(7, 3, 73)};
+            masks::unsharp(5, 0.0, 1.5), random_mask(31, 31, 31), random_mask(3, 7, 37), random_mask(7, 3, 73),
+            random_separable_mask(1, 9, 19),  random_separable_mask(9, 1, 91), random_separable_mask(5, 13, 513),
+            random_separable_mask(31, 31, 3131), random_separable_mask(1, 1, 11)};
 }
 
 std::vector<Border> all_borders() {
@@ -99,7 +123,8 @@ std::vector<ConformanceCase> build_table(bool reduced) {
     const std::vector<Border> borders = all_borders();
     if (reduced) {
         const std::vector<Mask> masks = {masks::gaussian(3), random_mask(3, 7, 37), masks::gaussian(9),
-                                         random_mask(31, 31, 31)};
+                                         random_mask(31, 31, 31), random_separable_mask(5, 13, 513),
+                                         random_separable_mask(31, 31, 3131)};
         const std::pair<int, int> sizes[] = {{1, 1}, {5, 5}, {17, 13}, {33, 31}};
         std::size_t k = 0;
         for (auto [w, h] : sizes)
@@ -118,7 +143,8 @@ std::vector<ConformanceCase> build_table(bool reduced) {
     const std::vector<Mask> rotating = {masks::gaussian(3), masks::gaussian(5), masks::sharpen(),
                                         random_mask(3, 7, 37), masks::gaussian(9), masks::emboss(),
                                         masks::box(5), masks::unsharp(5, 0.0, 1.5), masks::gaussian(7),
-                                        masks::laplacian(), random_mask(7, 3, 73)};
+                                        masks::laplacian(), random_mask(7, 3, 73), random_separable_mask(1, 9, 19),
+                                        random_separable_mask(5, 13, 513)};
     std::size_t k = 0;
     for (auto [w, h] : {std::pair{640, 480}, std::pair{1920, 1080}}) {
         for (const Border& border : borders)
@@ -248,6 +274,18 @@ TEST_P(Conformance, MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, Conformance, ::testing::ValuesIn(all_params()), param_name);
 
+// Variants that by design take only some masks, and which ones; they must refuse every other
+// mask. Every convolution variant (these included, over the masks they take) must run 90% of the
+// cases and meet every size, border and format, and every mask family it takes must meet every
+// border and format: a variant missing here cannot shrink its coverage by refusing a family.
+bool is_separable(const Mask& mask) { return mask.width() == 1 || mask.height() == 1 || separate(mask).has_value(); }
+bool is_box(const Mask& mask) {
+    const std::vector<float>& c = mask.coefficients();
+    return std::all_of(c.begin(), c.end(), [&](float v) { return v == c.front(); });
+}
+const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
+    {"conv.separable_2pass", &is_separable}, {"conv.separable_fused", &is_separable}, {"conv.box_integral", &is_box}};
+
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {
     if (reduced_table()) GTEST_SKIP() << "the reduced table is for sanitizer runs";
@@ -265,6 +303,8 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
                                to_string(c.input_pitch), to_string(c.output_pitch), c.awkward_shape)];
         }
         if (p.shape.width < p.mask->width()) ++seen["smaller than the mask"];
+        if (is_separable(*p.mask)) ++seen[fmt::format("separable {}x{}", p.mask->width(), p.mask->height())];
+        if (!is_separable(*p.mask)) ++seen["not separable"];
     }
     for (const char* size : {"1x1", "1x7", "7x1", "2x3", "5x5", "17x13", "33x31", "127x65", "640x480", "1920x1080"})
         EXPECT_GT(seen[fmt::format("size {}", size)], 0) << size;
@@ -273,6 +313,11 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
     for (const Mask& m : mask_families()) EXPECT_GT(seen["mask " + m.name()], 0) << m.name();
     for (PitchKind k : kPitches) EXPECT_GT(seen[std::string("pitch ") + to_string(k)], 0);
     EXPECT_GT(seen["smaller than the mask"], 0);
+    // What the separable variants need: 1xN and Nx1 masks, non-square and 31x31 ones, and masks
+    // they must refuse.
+    for (const char* shape : {"1x9", "9x1", "5x13", "31x31", "1x1", "3x3", "9x9"})
+        EXPECT_GT(seen[fmt::format("separable {}", shape)], 0) << shape;
+    EXPECT_GT(seen["not separable"], 0);
     for (const Format& f : kFormats)
         for (PitchKind in : kPitches)
             for (PitchKind out : kPitches)
@@ -285,8 +330,46 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
     // Each convolution variant runs most of the table (a supports() that refuses too much shows).
     std::map<const Variant*, std::size_t> cases;
     for (const ConformanceParam& param : all_params()) ++cases[param.variant];
-    for (const Variant* variant : Registry::instance().for_op(Operation::convolve))
-        EXPECT_GE(cases[variant], table().size() * 9 / 10) << variant->name();
+    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        const auto restricted = kMaskRestricted.find(variant->name());
+        const auto takes_mask = [&](const Mask& m) { return restricted == kMaskRestricted.end() || restricted->second(m); };
+        // It refuses every case whose mask it does not take, whatever the image, and runs most of
+        // the others, every size, border and format among them.
+        std::size_t takes = 0;
+        std::map<std::string, int> covered;
+        for (const ConformanceCase& c : table()) {
+            const Problem& p = c.problem;
+            const bool accepted = takes_mask(*p.mask);
+            const bool supported = static_cast<bool>(variant->supports(p));
+            if (!accepted) {
+                EXPECT_FALSE(supported) << variant->name() << " takes " << to_string(p);
+                continue;
+            }
+            ++takes;
+            if (!supported) continue;
+            ++covered[fmt::format("size {}x{}", p.shape.width, p.shape.height)];
+            ++covered[fmt::format("format {} {}", p.shape.channels, to_string(p.shape.layout))];
+            ++covered["border " + to_string(p.border)];
+            ++covered[fmt::format("mask {} border {}", p.mask->name(), to_string(p.border))];
+            ++covered[fmt::format("mask {} format {} {}", p.mask->name(), p.shape.channels, to_string(p.shape.layout))];
+        }
+        EXPECT_GE(takes, table().size() / 10) << variant->name() << ": the table holds too few masks it takes";
+        EXPECT_GE(cases[variant], takes * 9 / 10) << variant->name();
+        for (const char* size : {"1x1", "1x7", "7x1", "2x3", "5x5", "17x13", "33x31", "127x65", "640x480", "1920x1080"})
+            EXPECT_GT(covered[fmt::format("size {}", size)], 0) << variant->name() << " " << size;
+        for (const Format& f : kFormats)
+            EXPECT_GT((covered[fmt::format("format {} {}", f.channels, to_string(f.layout))]), 0) << variant->name();
+        for (const Border& b : all_borders()) EXPECT_GT(covered["border " + to_string(b)], 0) << variant->name();
+        // Each mask family it takes meets every border and every format.
+        for (const Mask& m : mask_families()) {
+            if (!takes_mask(m)) continue;
+            for (const Border& b : all_borders())
+                EXPECT_GT((covered[fmt::format("mask {} border {}", m.name(), to_string(b))]), 0) << variant->name();
+            for (const Format& f : kFormats)
+                EXPECT_GT((covered[fmt::format("mask {} format {} {}", m.name(), f.channels, to_string(f.layout))]), 0)
+                    << variant->name() << " " << m.name();
+        }
+    }
 }
 
 }  // namespace
