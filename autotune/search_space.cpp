@@ -32,6 +32,18 @@ std::vector<std::vector<std::pair<std::string, int>>> parameter_combinations(con
 // A short category of an exclusion reason, for the summary: the text before the first ':'.
 std::string category(const std::string& reason) { return reason.substr(0, reason.find(':')); }
 
+// CUDA's grid limits (every compute capability klab builds for): x up to 2^31 - 1, y and z up
+// to 65535. prepare() refuses such launches; the space says so up front. "" when within.
+std::string grid_beyond_limits(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
+    for (const KernelLaunch& k : variant.kernels(problem, shape)) {
+        if (k.grid.x > 2147483647u || k.grid.y > 65535u || k.grid.z > 65535u) {
+            return fmt::format("kernel {} needs a {}x{}x{} grid; CUDA allows at most 2147483647x65535x65535", k.kernel_name, k.grid.x,
+                               k.grid.y, k.grid.z);
+        }
+    }
+    return "";
+}
+
 }  // namespace
 
 OccupancyOracle device_oracle() {
@@ -112,6 +124,8 @@ Candidate evaluate_shape(const Variant& variant, const Problem& problem, const L
     }
     if (!c.occupancy) {
         c.excluded_because = "cannot run: the variant describes no kernel launch for it";
+    } else if (const std::string grid = grid_beyond_limits(variant, problem, shape); !grid.empty()) {
+        c.excluded_because = "cannot run: " + grid;
     } else if (c.occupancy->fraction < min_occupancy - 1e-9) {
         c.excluded_because = fmt::format("below {} occupancy: {}", percent_text(min_occupancy), to_string(*c.occupancy));
     }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -230,6 +231,37 @@ std::optional<SeparableFactors> separate(const Mask& mask, double relative_toler
     for (double r : row) factors.row.push_back(static_cast<float>(r * scale));
     for (double c : column) factors.column.push_back(static_cast<float>(c / scale));
     return factors;
+}
+
+std::optional<SeparableFactors> separable_variant_factors(const Mask& mask) {
+    if (mask.height() == 1) return SeparableFactors{mask.coefficients(), {1.0f}};
+    if (mask.width() == 1) return SeparableFactors{{1.0f}, mask.coefficients()};
+    // Within a few fp32 ulps of the largest coefficient, what rounding the factors of a true outer
+    // product costs: a mask that is only nearly rank 1 is another filter, and the verifier's slack
+    // for it (separable_coefficient_error) would grow with the difference.
+    return separate(mask, kSeparableVariantTolerance);
+}
+
+double separable_coefficient_error(const Mask& mask, const SeparableFactors& factors) {
+    if (factors.row.size() != static_cast<std::size_t>(mask.width()) ||
+        factors.column.size() != static_cast<std::size_t>(mask.height())) {
+        throw Error(fmt::format("separable factors of {} and {} entries for mask '{}' ({}x{})", factors.row.size(),
+                                factors.column.size(), mask.name(), mask.width(), mask.height()),
+                    "a row factor of the mask's width and a column factor of its height");
+    }
+    double e = 0.0;
+    for (int j = 0; j < mask.height(); ++j) {
+        for (int i = 0; i < mask.width(); ++i) {
+            const double product = static_cast<double>(factors.row[static_cast<std::size_t>(i)]) *
+                                   factors.column[static_cast<std::size_t>(j)];  // exact: 24 x 24 bits
+            e = std::max(e, std::fabs(product - mask.at(i, j)));
+        }
+    }
+    if (e == 0.0) return 0.0;
+    const double n_u = (mask.width() + mask.height()) * std::ldexp(1.0, -24);
+    // One step up, so that the rounding of this double arithmetic never makes E smaller than the
+    // bound (towards +infinity: e may exceed 1 for a mask of large coefficients).
+    return std::nextafter(e * (1.0 + n_u / (1.0 - n_u)), std::numeric_limits<double>::infinity());
 }
 
 }  // namespace klab

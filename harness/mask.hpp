@@ -67,4 +67,31 @@ struct SeparableFactors {
 // the largest magnitude in the mask, std::nullopt otherwise.
 std::optional<SeparableFactors> separate(const Mask& mask, double relative_tolerance = 1e-6);
 
+// The fp32 factors a separable GPU variant multiplies by (conv.separable_2pass,
+// conv.separable_fused): a mask one pixel tall is its own row factor with the column factor {1},
+// a mask one pixel wide its own column factor with the row factor {1} (multiplying by 1 and
+// adding to 0 are exact, so such a mask is applied exactly as a 2-D variant applies it); any
+// other mask is factored by separate() within kSeparableVariantTolerance (8 fp32 ulps of the
+// largest coefficient: a nearly rank-1 mask is refused). std::nullopt when it finds no factors.
+inline constexpr double kSeparableVariantTolerance = 8.0 / (1 << 24);
+std::optional<SeparableFactors> separable_variant_factors(const Mask& mask);
+
+// The coefficient error (Variant::coefficient_error) of a variant that applies `mask` as an fp32
+// row pass with `factors.row` followed by an fp32 column pass with `factors.column`, each an FMA
+// chain: E = e * (1 + gamma_{w+h}), rounded up, where e = max |row_i * column_j - m(i,j)| (the
+// product of two floats, exact in double) and gamma_n = n u / (1 - n u), u = 2^-24. 0 when the
+// factors reproduce every coefficient exactly.
+// Why E is enough: the row pass gives t_j = sum_i row_i p_ij (1 + a_ij) with |a_ij| <= gamma_w,
+// the column pass out = sum_j col_j t_j (1 + b_j) with |b_j| <= gamma_h (Higham, section 3.1).
+// Since (1 + a)(1 + b) = 1 + c with |c| <= gamma_{w+h}, with S' = sum row_i col_j p_ij and
+// S = sum m_ij p_ij (the reference's sum):
+//   |out - S| <= gamma_{w+h} sum |row_i col_j p_ij| + |S' - S|
+//             <= gamma_{w+h} sum |m_ij p_ij| + (1 + gamma_{w+h}) e sum p_ij.
+// verify_convolution() allows gamma_{wh} sum |m p| + E sum p (p: the pixels under the mask),
+// plus the reference's own error: for w, h >= 3, w + h <= wh, and E sum p is the second term. A
+// mask one pixel wide or tall has e = 0 with separable_variant_factors(): its accumulation is
+// the single w- or h-tap chain of a 2-D variant.
+// Throws klab::Error unless the factors have the mask's width and height.
+double separable_coefficient_error(const Mask& mask, const SeparableFactors& factors);
+
 }  // namespace klab

@@ -217,6 +217,26 @@ TEST(SearchSpace, KernelsWithoutRecordedResourcesAndBadArgumentsAreReported) {
     test::expect_error([&] { search_space(variant, hd_problem(4), 1.0, oracle); }, "no RGBA");
 }
 
+TEST(SearchSpace, ShapesWhoseGridExceedsCudasLimitsAreExcluded) {
+    const Variant& global = Registry::instance().get("conv.global");
+    const Problem tall = convolve_problem({64, kMaxImageSide, 1, Layout::aos}, masks::box(3), Border{});
+    const auto any = [](const std::string&) { return std::optional<KernelResources>(resources(32)); };
+    const SearchSpace space = search_space(global, tall, 1.0, offline_oracle(model("H200"), any));
+    bool wide_excluded = false;
+    for (const Candidate& c : space.candidates) {
+        if (c.shape.block_x == 64 && c.shape.block_y == 1) {
+            wide_excluded = true;
+            EXPECT_EQ(c.excluded_because, "cannot run: kernel conv_global_kernel needs a 1x131072x1 grid; CUDA allows at most "
+                                          "2147483647x65535x65535");
+        }
+        if (c.included()) {
+            EXPECT_GE(c.shape.block_y, 2) << to_string(c.shape);
+        }
+    }
+    EXPECT_TRUE(wide_excluded);
+    EXPECT_FALSE(space.included().empty());
+}
+
 // Every registered convolution variant's default shape lies in the standard space's block sides.
 TEST(SearchSpace, EveryVariantDeclaresItsDefaultShapeInItsSpace) {
     for (const Variant* v : Registry::instance().for_op(Operation::convolve)) {

@@ -143,12 +143,18 @@ TEST(Variants, DescribeLaunchesWithAKernelABlockAndAGrid) {
 // CUDA grids have at most 2^31-1 blocks in x and 65535 in y and z. A variant's default shape must
 // stay within them on the largest images klab accepts, or supports() promises what prepare() refuses.
 TEST(Variants, DefaultShapesStayWithinTheGridLimitsOnTheLargestImages) {
-    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+    for (const Variant* variant : Registry::instance().all()) {
         for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
                                         ImageShape{kMaxImageSide, 8192, 4, Layout::soa},
                                         ImageShape{1, kMaxImageSide, 3, Layout::aos}}) {
-            for (const Mask& mask : {masks::box(3), masks::box(15), masks::box(31)}) {
-                const Problem problem = convolve_problem(image, mask, Border{});
+            std::vector<Problem> problems;
+            if (variant->op() == Operation::convolve) {
+                for (const Mask& mask : {masks::box(3), masks::box(15), masks::box(31), masks::gaussian(9)})
+                    problems.push_back(convolve_problem(image, mask, Border{}));
+            } else {
+                problems.push_back(Problem{variant->op(), image, std::nullopt, Border{}});
+            }
+            for (const Problem& problem : problems) {
                 if (!variant->supports(problem)) continue;
                 for (const KernelLaunch& k : variant->kernels(problem, variant->default_shape(problem))) {
                     EXPECT_LE(k.grid.x, 2147483647u) << variant->name() << " " << to_string(problem);

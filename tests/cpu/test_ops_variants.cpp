@@ -1,0 +1,133 @@
+// Host-side checks of the sobel, integral and box-integral variants (no GPU needed): what they
+// support and refuse, the shapes they accept, the launches they describe, and grids within CUDA's
+// limits on the largest images klab accepts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/problem.hpp"
+#include "harness/variant.hpp"
+
+namespace klab {
+namespace {
+
+Problem op_problem(Operation op, ImageShape shape, Border border = {}) {
+    Problem p;
+    p.op = op;
+    p.shape = shape;
+    p.border = border;
+    return p;
+}
+
+TEST(OpsVariants, AreRegisteredForTheirOps) {
+    for (const char* name : {"sobel.fused", "sobel.3kernel"}) EXPECT_EQ(Registry::instance().get(name).op(), Operation::sobel);
+    EXPECT_EQ(Registry::instance().get("integral.scan").op(), Operation::integral);
+    EXPECT_EQ(Registry::instance().get("conv.box_integral").op(), Operation::convolve);
+}
+
+TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
+    for (const Variant* variant : {&Registry::instance().get("sobel.fused"), &Registry::instance().get("sobel.3kernel"),
+                                   &Registry::instance().get("integral.scan")}) {
+        for (int channels : {1, 3, 4})
+            for (Layout layout : {Layout::aos, Layout::soa})
+                for (BorderMode mode : {BorderMode::constant, BorderMode::replicate, BorderMode::mirror,
+                                        BorderMode::reflect, BorderMode::wrap}) {
+                    const Problem p = op_problem(variant->op(), {33, 7, channels, layout}, {mode, 3});
+                    ASSERT_TRUE(variant->supports(p)) << variant->name();
+                    const LaunchShape shape = variant->default_shape(p);
+                    EXPECT_TRUE(variant->check_shape(p, shape)) << variant->name() << " " << to_string(shape);
+                    EXPECT_FALSE(variant->kernels(p, shape).empty()) << variant->name();
+                }
+    }
+}
+
+TEST(OpsVariants, BoxIntegralTakesFlatMasksOnlyAndSaysWhy) {
+    const Variant& variant = Registry::instance().get("conv.box_integral");
+    const ImageShape image{64, 48, 3, Layout::aos};
+    for (const Mask& mask : {masks::box(1), masks::box(9), masks::box(31), Mask(3, 7, std::vector<float>(21, 1.0f), "ones"),
+                             Mask(5, 1, std::vector<float>(5, -0.5f), "negative")}) {
+        EXPECT_TRUE(variant.supports(convolve_problem(image, mask, Border{}))) << mask.name();
+    }
+    for (const Mask& mask : {masks::gaussian(3), masks::sharpen(), masks::laplacian()}) {
+        const Support refused = variant.supports(convolve_problem(image, mask, Border{}));
+        EXPECT_FALSE(refused) << mask.name();
+        EXPECT_EQ(refused.reason(), "box masks only (all coefficients equal); " + mask.name() + " has unequal coefficients");
+    }
+    // A box whose last coefficient differs by one ulp is not a box.
+    std::vector<float> almost(9, 1.0f / 9);
+    almost.back() = std::nextafter(almost.back(), 1.0f);
+    EXPECT_FALSE(variant.supports(convolve_problem(image, Mask(3, 3, almost, "almost"), Border{})));
+}
+
+TEST(OpsVariants, IntegralScanRunsOneWarpPerTileAndPicksTheOutputType) {
+    const Variant& variant = Registry::instance().get("integral.scan");
+    const Problem small = op_problem(Operation::integral, {4096, 4096, 1, Layout::aos});
+    const Problem large = op_problem(Operation::integral, {7680, 4320, 1, Layout::aos});
+    EXPECT_TRUE(variant.check_shape(small, LaunchShape{32, 1, {}}));
+    const Support refused = variant.check_shape(small, LaunchShape{16, 8, {}});
+    EXPECT_FALSE(refused);
+    EXPECT_NE(refused.reason().find("the block is 32xN, one warp per tile"), std::string::npos) << refused.reason();
+    const std::vector<KernelLaunch> u32 = variant.kernels(small, variant.default_shape(small));
+    const std::vector<KernelLaunch> u64 = variant.kernels(large, variant.default_shape(large));
+    ASSERT_EQ(u32.size(), 3u);
+    ASSERT_EQ(u64.size(), 3u);
+    EXPECT_EQ(u32[2].kernel_name, "integral_tile_scan<u32>");
+    EXPECT_EQ(u64[2].kernel_name, "integral_tile_scan<u64>");
+    // 7680 gray pixels are 30 tiles of 256; 4320 rows are 135 tiles of 32.
+    const LaunchShape shape = variant.default_shape(large);
+    EXPECT_EQ(u64[0].grid.x, static_cast<unsigned>((30 + shape.block_y - 1) / shape.block_y));
+    EXPECT_EQ(u64[0].grid.y, 135u);
+    // SoA: one grid layer per plane.
+    EXPECT_EQ(variant.kernels(op_problem(Operation::integral, {300, 70, 4, Layout::soa}), shape)[0].grid.z, 4u);
+}
+
+// The scratch memory each variant asks prepare() for (LaunchPlan::scratch), computed here by hand
+// from the layouts the kernel files describe; sub-buffers start at multiples of 256 bytes.
+TEST(OpsVariants, ScratchBytesAreWhatTheKernelsUse) {
+    const Registry& r = Registry::instance();
+    const auto bytes = [&](const char* name, const Problem& p) {
+        const Variant& v = r.get(name);
+        return v.scratch_bytes(p, v.default_shape(p));
+    };
+    // sobel.3kernel, 33x7: gray 231 B -> 256, gx and gy 462 B -> 512 each.
+    EXPECT_EQ(bytes("sobel.3kernel", op_problem(Operation::sobel, {33, 7, 3, Layout::aos})), 256u + 512u + 512u);
+    // integral.scan, 300x70 gray: 2 x 3 tiles of 256 x 32. Row sums 2*70 u32 (560 B -> 768), column
+    // sums 3*300 u32 (3600 B -> 3840), tile totals 6 u64 (48 B -> 256).
+    EXPECT_EQ(bytes("integral.scan", op_problem(Operation::integral, {300, 70, 1, Layout::aos})), 768u + 3840u + 256u);
+    // 300x70 RGB AoS: 3 x 3 tiles of 128 pixels x 32, 3 elements. Row sums 3*70*3 u32 (2520 B ->
+    // 2560), column sums 3*300*3 u32 (10800 B -> 11008), tile totals 9*3 u64 (216 B -> 256).
+    EXPECT_EQ(bytes("integral.scan", op_problem(Operation::integral, {300, 70, 3, Layout::aos})), 2560u + 11008u + 256u);
+    // conv.box_integral, 64x48x3, box 9x9: the padded 72x56 table of u32 per channel.
+    EXPECT_EQ(bytes("conv.box_integral", convolve_problem({64, 48, 3, Layout::aos}, masks::box(9), Border{})),
+              72u * 56u * 3u * 4u);
+    // conv.separable_2pass: an fp32 row per stored row, its elements rounded up to 32.
+    EXPECT_EQ(bytes("conv.separable_2pass", convolve_problem({64, 48, 3, Layout::aos}, masks::gaussian(5), Border{})),
+              48u * 192u * 4u);
+    EXPECT_EQ(bytes("conv.separable_2pass", convolve_problem({50, 48, 3, Layout::soa}, masks::gaussian(5), Border{})),
+              144u * 64u * 4u);
+    // The single-kernel variants need none.
+    EXPECT_EQ(bytes("sobel.fused", op_problem(Operation::sobel, {33, 7, 3, Layout::aos})), 0u);
+    EXPECT_EQ(bytes("conv.separable_fused", convolve_problem({64, 48, 3, Layout::aos}, masks::gaussian(5), Border{})), 0u);
+}
+
+TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
+    for (const char* name : {"sobel.fused", "sobel.3kernel", "integral.scan", "conv.box_integral"}) {
+        const Variant& variant = Registry::instance().get(name);
+        for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
+                                        ImageShape{kMaxImageSide, 8192, 4, Layout::soa},
+                                        ImageShape{1, kMaxImageSide, 3, Layout::aos}}) {
+            const Problem problem = variant.op() == Operation::convolve ? convolve_problem(image, masks::box(31), Border{})
+                                                                        : op_problem(variant.op(), image);
+            ASSERT_TRUE(variant.supports(problem)) << name;
+            for (const KernelLaunch& k : variant.kernels(problem, variant.default_shape(problem))) {
+                EXPECT_GE(k.grid.x, 1u) << name << " " << k.kernel_name;
+                EXPECT_LE(k.grid.x, 2147483647u) << name << " " << k.kernel_name;
+                EXPECT_LE(k.grid.y, 65535u) << name << " " << k.kernel_name << " " << to_string(problem);
+                EXPECT_LE(k.grid.z, 65535u) << name << " " << k.kernel_name;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace klab
