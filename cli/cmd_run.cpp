@@ -62,9 +62,13 @@ void check_gpu_variants() {
     fmt::print("GPU variants, each run once on HD natural RGB, gauss5, replicate, default block, verified:\n");
     std::vector<std::string> failed;
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
+        if (const Support s = variant->supports(problem); !s) {
+            fmt::print("  {:<20} skipped: {}\n", variant->name(), s.reason());  // e.g. box masks only
+            continue;
+        }
         const LaunchShape shape = variant->default_shape(problem);
         const DeviceRun run = run_on_device(*variant, problem, image, shape);
-        const Verification v = verify_convolution(image, mask, border, expected, run.output);
+        const Verification v = verify_convolution(image, mask, border, expected, run.output, variant->coefficient_error(problem));
         fmt::print("  {:<20} block {:<6} {:>9.3f} ms  {}\n", variant->name(), to_string(shape), run.launch_milliseconds,
                    v.summary());
         if (!v.ok()) failed.push_back(variant->name());
@@ -84,13 +88,14 @@ void run_study(const RunOptions& o) {
         fmt::print("GPU: {} (compute capability {}.{}, {} SMs)\n", query.devices[0].name, query.devices[0].cc_major,
                    query.devices[0].cc_minor, query.devices[0].sm_count);
     }
-    if (!query.devices.empty()) check_gpu_variants();
-    fmt::print("Not built yet, so not run: klab-bench and results/<gpu>/bench.json (tune with `klab tune`).\n\n");
-
+    // Refuse a bad size before any work.
     const int threads = resolve_threads(o.threads);
     std::vector<synth::Resolution> resolutions;
     for (const auto& s : o.sizes) resolutions.push_back(synth::parse_resolution(s));
-    for (int k : o.mask_sizes) (void)masks::gaussian(k);  // refuse a bad size before any work
+    for (int k : o.mask_sizes) (void)masks::gaussian(k);
+
+    if (!query.devices.empty()) check_gpu_variants();
+    fmt::print("Not built yet, so not run: klab-bench and results/<gpu>/bench.json (tune with `klab tune`).\n\n");
 
     fmt::print("CPU reference, gaussian, replicate border, synthetic natural RGB images, one run each\n");
     const auto header = [threads](const char* title) {

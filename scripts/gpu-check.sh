@@ -26,9 +26,9 @@ if [[ $build -eq 0 ]]; then
   info=$?
   ctest --preset release --output-on-failure >"$OUT/ctest.log" 2>&1
   tests=$?
-  conformance_cases=$(./build/release/tests/klab-tests-gpu --gtest_list_tests --gtest_filter='Variants/Conformance.*' | grep -c '^  ')
+  conformance_cases=$(./build/release/tests/klab-tests-gpu --gtest_list_tests --gtest_filter='Variants/*' | grep -c '^  ')
   # Cases that ran and passed, from the conformance tests' own GoogleTest summaries.
-  conformance_passed=$(awk '/^Command: .*Variants\/Conformance/ {c = 1} c && /\[  PASSED  \] [0-9]+ test/ {sum += $4; c = 0} END {print sum + 0}' \
+  conformance_passed=$(awk '/^Command: .*gtest_filter=Variants\// {c = 1} c && /\[  PASSED  \] [0-9]+ test/ {sum += $4; c = 0} END {print sum + 0}' \
     build/release/Testing/Temporary/LastTest.log 2>/dev/null)
   ctest --preset sanitize -V >"$OUT/sanitize.log" 2>&1
   sanitize=$?

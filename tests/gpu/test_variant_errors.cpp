@@ -202,7 +202,7 @@ private:
     std::size_t bytes_;
 };
 
-TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlanOrRefusedUpFront) {
+TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlan) {
     const LaunchPlan plan = prepare(ScratchVariant(1000), problem, buffers, LaunchShape{32, 8, {}});
     ASSERT_NE(plan.scratch, nullptr);
     EXPECT_EQ(plan.scratch_bytes, 1000u);
@@ -213,7 +213,18 @@ TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlanOrRefusedUpFront) {
     const LaunchPlan copy = plan;  // copies share the plan's scratch
     EXPECT_EQ(copy.scratch_as<std::uint8_t>(), plan.scratch_as<std::uint8_t>());
     EXPECT_EQ(prepare(ScratchVariant(0), problem, buffers, LaunchShape{32, 8, {}}).scratch, nullptr);
+}
 
+// A failed allocation on purpose: in the suite DeviceErrorPaths (the same fixture as in the other
+// files), which the sanitizer runs leave out (memcheck reports every failed API call).
+using DeviceErrorPaths = test::GpuTest;
+
+TEST_F(DeviceErrorPaths, ScratchBeyondTheDevicesMemoryIsRefusedUpFront) {
+    const Problem problem = convolve_problem(ImageShape{40, 30, 3, Layout::aos}, masks::gaussian(5), Border{});
+    DeviceImage<std::uint8_t> in(problem.shape);
+    DeviceImage<std::uint8_t> out(problem.shape);
+    const DeviceMask mask(*problem.mask);
+    const DeviceBuffers buffers{device_buffer(in), device_buffer(out), mask.view()};
     std::size_t free_bytes = 0, total_bytes = 0;
     KLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     try {
