@@ -164,10 +164,12 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
                     "a class the variant supports (`klab list`)");
     }
     Prepared& p = prepared(problem_class, representative);
-    const double relaxed = std::min(options_.min_occupancy, options_.relaxed_min_occupancy);
-    const SearchSpace space = search_space(variant, p.problem, relaxed, device_oracle());
+    // Every shape that runs, first: the occupancy the variant can reach decides the minimum (a
+    // variant whose fixed-size kernels stay below it is tuned at the highest it reaches).
+    const SearchSpace space = search_space(variant, p.problem, kAnyOccupancy, device_oracle());
     const LaunchShape default_shape = variant.default_shape(p.problem);
     const double min_occupancy = applied_min_occupancy(space, options_.min_occupancy);
+    const double relaxed = std::min(min_occupancy, options_.relaxed_min_occupancy);
     const std::string who = fmt::format("{} on {}", variant.name(), to_string(problem_class));
 
     TuningRecord record;
@@ -196,7 +198,7 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     std::vector<ToMeasure> to_measure;
     bool default_in_space = false;
     for (const Candidate& c : space.candidates) {
-        if (!c.included()) {
+        if (!c.included() || c.occupancy->fraction < relaxed - 1e-9) {
             ++record.candidates_excluded;
             continue;
         }
@@ -258,14 +260,14 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     if (at_minimum.empty()) {
         std::string reasons;
         for (const InvalidCandidate& i : record.invalid) reasons += fmt::format("; {}: {}", to_string(i.shape), i.reason);
-        throw Error(fmt::format("no valid candidate for {} at {} occupancy or more (space at {}: {}{})", who,
-                                percent_text(min_occupancy), percent_text(relaxed), space.summary(), reasons),
+        throw Error(fmt::format("no valid candidate for {} at {} occupancy or more ({}{})", who, percent_text(min_occupancy),
+                                space.summary(), reasons),
                     "at least one block shape that runs and verifies");
     }
 
     // The finalists — the fastest few at the minimum and the fastest below it — measured again
     // in interleaved rounds, so that drift during the long first pass cannot decide the order.
-    remeasure_finalists(variant, p.problem, buffers, at_minimum, below_minimum);
+    remeasure_finalists(variant, p.problem, buffers, default_shape, at_minimum, below_minimum);
 
     const std::vector<std::size_t> order = rank_candidates(at_minimum, default_shape, options_.tie_tolerance);
     for (std::size_t i = 0; i < order.size() && i < 3; ++i) record.top.push_back(at_minimum[order[i]]);
@@ -281,16 +283,22 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
 }
 
 void Tuner::remeasure_finalists(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
-                                std::vector<MeasuredCandidate>& at_minimum, std::vector<MeasuredCandidate>& below_minimum) {
-    constexpr double kFinalistWindow = 0.05;  // within 5% of the fastest
-    constexpr std::size_t kMostFinalists = 4;
+                                const LaunchShape& default_shape, std::vector<MeasuredCandidate>& at_minimum,
+                                std::vector<MeasuredCandidate>& below_minimum) {
+    // The fastest few within 5% (or the tie floor) of the fastest, and the default shape when it is
+    // among those close: the tie rule then compares figures of the same interleaved pass.
+    constexpr double kFinalistWindow = 0.05;
+    constexpr std::size_t kMostFinalists = 6;
     std::vector<MeasuredCandidate*> finalists;
     const auto pick = [&](std::vector<MeasuredCandidate>& list, std::size_t most) {
         std::vector<MeasuredCandidate*> sorted;
         for (MeasuredCandidate& m : list) sorted.push_back(&m);
         std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->us.median < b->us.median; });
-        for (std::size_t i = 0; i < sorted.size() && i < most; ++i) {
-            if (i == 0 || sorted[i]->us.median <= sorted[0]->us.median * (1.0 + kFinalistWindow)) finalists.push_back(sorted[i]);
+        if (sorted.empty()) return;
+        const double limit = sorted[0]->us.median + std::max(sorted[0]->us.median * kFinalistWindow, 2.0 * kEventResolutionUs);
+        for (std::size_t i = 0; i < sorted.size() && sorted[i]->us.median <= limit; ++i) {
+            const bool is_default = same_shape(sorted[i]->shape, default_shape);
+            if (i < most || is_default) finalists.push_back(sorted[i]);
         }
     };
     pick(at_minimum, kMostFinalists);

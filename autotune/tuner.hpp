@@ -9,8 +9,9 @@
 // recorded as invalid and the tune goes on; one that breaks the CUDA context stops it.
 //
 // The GPU is warmed up before the first candidate; after the first pass the finalists (the
-// fastest few within 5%, and the fastest below the minimum occupancy) are measured again in
-// interleaved rounds, so that clock drift during the pass cannot decide their order.
+// fastest few within 5%, the default shape if it is among them, and the fastest below the
+// minimum occupancy) are measured again in interleaved rounds, so that clock drift during the
+// pass cannot decide their order.
 //
 // Ranking: candidates whose medians lie within `tie_tolerance` (1%) of the fastest — and never
 // closer than twice the CUDA event resolution — are ties, ordered deterministically: the
@@ -61,7 +62,8 @@ private:
     struct Prepared;
     Prepared& prepared(const ProblemClass& problem_class, const Problem& problem);
     void remeasure_finalists(const Variant& variant, const Problem& problem, const DeviceBuffers& buffers,
-                             std::vector<MeasuredCandidate>& at_minimum, std::vector<MeasuredCandidate>& below_minimum);
+                             const LaunchShape& default_shape, std::vector<MeasuredCandidate>& at_minimum,
+                             std::vector<MeasuredCandidate>& below_minimum);
 
     TuneOptions options_;
     GpuIdentity gpu_;
@@ -82,9 +84,12 @@ public:
 std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& measured, const LaunchShape& default_shape,
                                          double tie_tolerance, double tie_floor_us = 2.0 * kEventResolutionUs);
 
+// The lowest minimum a search space accepts: every shape that runs at all.
+inline constexpr double kAnyOccupancy = 1e-6;
+
 // The occupancy a tune applies: the requested minimum, or the highest any included candidate
-// reaches where that is lower (a variant using more registers than full occupancy allows).
-// Throws klab::Error when the space includes no candidate.
+// reaches where that is lower (a variant using more registers than full occupancy allows, or one
+// whose fixed-size kernels stay below it). Throws klab::Error when the space includes no candidate.
 double applied_min_occupancy(const SearchSpace& space, double requested);
 
 // What the minimum costs: the fastest median at the minimum over the fastest overall (those

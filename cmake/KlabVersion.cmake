@@ -1,20 +1,10 @@
 # Writes OUTPUT (a C++ file defining klab::build_version()) from `git` in SOURCE_DIR, at build time,
 # so that every build records the commit it was built from. Run by the klab_version target:
 #   cmake -DSOURCE_DIR=... -DOUTPUT=... -P KlabVersion.cmake
-# Where the tree is no git checkout (e.g. a copy on a GPU machine), the environment variables
-# KLAB_GIT_COMMIT and KLAB_GIT_DIRTY (0/1) stand in; otherwise the version reads "unknown".
-execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse HEAD
-  OUTPUT_VARIABLE commit RESULT_VARIABLE commit_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(commit_status EQUAL 0)
-  # Untracked files count: a new kernels/*.cu is compiled in without being committed.
-  execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain
-    OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(changes STREQUAL "")
-    set(dirty false)
-  else()
-    set(dirty true)
-  endif()
-elseif(DEFINED ENV{KLAB_GIT_COMMIT})
+# The environment variables KLAB_GIT_COMMIT and KLAB_GIT_DIRTY (0/1), where set, take precedence:
+# a copy of the tree on a GPU machine may hold no .git, or a stale one. Without either, "unknown".
+if(DEFINED ENV{KLAB_GIT_COMMIT})
+  # Named by whoever copied the tree (a GPU machine's copy may hold no or a stale .git).
   set(commit "$ENV{KLAB_GIT_COMMIT}")
   if("$ENV{KLAB_GIT_DIRTY}" STREQUAL "1")
     set(dirty true)
@@ -22,8 +12,21 @@ elseif(DEFINED ENV{KLAB_GIT_COMMIT})
     set(dirty false)
   endif()
 else()
-  set(commit "unknown")
-  set(dirty false)
+  execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse HEAD
+    OUTPUT_VARIABLE commit RESULT_VARIABLE commit_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(commit_status EQUAL 0)
+    # Untracked files count: a new kernels/*.cu is compiled in without being committed.
+    execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain
+      OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(changes STREQUAL "")
+      set(dirty false)
+    else()
+      set(dirty true)
+    endif()
+  else()
+    set(commit "unknown")
+    set(dirty false)
+  endif()
 endif()
 string(REGEX REPLACE "[^0-9a-zA-Z]" "" commit "${commit}")
 

@@ -4,8 +4,8 @@
 # 8K, 3x3 and 9x9, RGB, AoS and SoA) into results/, merging with the cache already there, and
 # copies results/ and the log to $OUT (default build/gpu-tune). Commit what comes back unedited.
 # Usage: bash scripts/gpu-tune.sh [klab tune options...]
-# Where the tree is no git checkout, set KLAB_GIT_COMMIT (and KLAB_GIT_DIRTY=1 for a modified
-# tree) so that the records name the commit they were tuned with.
+# On a copy of the tree (a GPU machine's may hold no .git, or a stale one), set KLAB_GIT_COMMIT to
+# the commit copied (and KLAB_GIT_DIRTY=1 for a modified tree) so that the records name it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-tune}
