@@ -268,6 +268,11 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     // The finalists — the fastest few at the minimum and the fastest below it — measured again
     // in interleaved rounds, so that drift during the long first pass cannot decide the order.
     remeasure_finalists(variant, p.problem, buffers, default_shape, at_minimum, below_minimum);
+    for (const auto* list : {&at_minimum, &below_minimum}) {
+        for (const MeasuredCandidate& m : *list) {
+            if (m.remeasured && same_shape(m.shape, default_shape)) record.default_shape = m;  // the same pass as its rivals
+        }
+    }
 
     const std::vector<std::size_t> order = rank_candidates(at_minimum, default_shape, options_.tie_tolerance);
     for (std::size_t i = 0; i < order.size() && i < 3; ++i) record.top.push_back(at_minimum[order[i]]);

@@ -80,7 +80,8 @@ struct TuningRecord {
     // What requiring min_occupancy costs: top[0]'s median over best_relaxed's, minus 1 (>= 0; 0.039
     // means the best shape at min_occupancy is 3.9% slower than the best at relaxed_min_occupancy).
     std::optional<double> rule_cost;
-    std::optional<MeasuredCandidate> default_shape;  // the variant's default shape, measured alike
+    std::optional<MeasuredCandidate> default_shape;  // the variant's default shape, measured alike (its
+                                                     // re-measured figures when it was a finalist)
     std::vector<KernelRecord> kernels_seen;  // every kernel of the space, its registers and shared memory
     int candidates_measured = 0;
     int candidates_excluded = 0;
