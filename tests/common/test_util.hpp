@@ -2,6 +2,7 @@
 // Small helpers shared by the CPU tests.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -12,6 +13,15 @@
 #include "harness/image.hpp"
 
 namespace klab::test {
+
+// `text` with every character but letters and digits replaced by '_': a GoogleTest parameter name
+// (the conformance suites name their cases "<variant>__..." and CTest filters on the file stem).
+inline std::string test_name(std::string text) {
+    for (char& ch : text) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    return text;
+}
 
 // Expects `action` to throw klab::Error whose message contains `fragment`.
 inline void expect_error(const std::function<void()>& action, const std::string& fragment) {

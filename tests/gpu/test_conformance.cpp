@@ -226,10 +226,7 @@ std::string param_name(const ::testing::TestParamInfo<ConformanceParam>& info) {
     std::string name = fmt::format("{}__{:04}_{}x{}x{}_{}_{}_{}_{}", info.param.variant->name(), info.param.index,
                                    p.shape.width, p.shape.height, p.shape.channels, to_string(p.shape.layout),
                                    to_string(p.border), p.mask->name(), to_string(c.input_pitch));
-    for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    return name;
+    return test::test_name(std::move(name));
 }
 
 class Conformance : public ::testing::TestWithParam<ConformanceParam> {

@@ -219,10 +219,7 @@ std::string case_name(const Variant& variant, std::size_t index, const OpCase& c
     std::string name = fmt::format("{}__{:04}_{}x{}x{}_{}_{}_{}_{}", variant.name(), index, p.shape.width,
                                    p.shape.height, p.shape.channels, to_string(p.shape.layout), to_string(p.border),
                                    to_string(c.input_pitch), to_string(c.output_pitch));
-    for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    return name;
+    return test::test_name(std::move(name));
 }
 
 class OpConformance : public ::testing::TestWithParam<OpParam> {
@@ -412,10 +409,7 @@ std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {
     std::string name = fmt::format("{}__exact_{:04}_{}x{}x{}_{}_{}_{}", param.param.variant->name(), param.param.index,
                                    p.shape.width, p.shape.height, p.shape.channels, to_string(p.shape.layout),
                                    to_string(p.border), p.mask->name());
-    for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    return name;
+    return test::test_name(std::move(name));
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, BoxIntegralExact, ::testing::ValuesIn(box_params()), box_case_name);
@@ -524,10 +518,7 @@ TEST(PlansOnTwoStreamsSuite, CoversTheVariantsWithScratch) {
 
 std::string two_streams_case_name(const ::testing::TestParamInfo<const Variant*>& param) {
     std::string name = param.param->name() + "__two_plans_on_two_streams";
-    for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    return name;
+    return test::test_name(std::move(name));
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, PlansOnTwoStreams, ::testing::ValuesIn(variants_with_scratch()), two_streams_case_name);
