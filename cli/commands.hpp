@@ -10,5 +10,7 @@ void add_apply_command(CLI::App& app);
 void add_gen_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
 
 }  // namespace klab::cli

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     klab::cli::add_gen_command(app);
     klab::cli::add_tune_command(app);
     klab::cli::add_run_command(app);
+    klab::cli::add_report_command(app);
+    klab::cli::add_compare_command(app);
     // CLI11 would only say "A subcommand is required"; name the unknown word and the commands.
     if (argc > 1 && argv[1][0] != '-') {
         std::string known;

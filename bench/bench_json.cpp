@@ -1,0 +1,152 @@
+#include "bench/bench_json.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "autotune/statistics.hpp"
+#include "harness/error.hpp"
+
+namespace klab::bench {
+
+namespace {
+
+constexpr std::string_view kManualTimeSuffix = "/manual_time";
+
+std::vector<std::string> split(std::string_view text, char separator) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+        if (i == text.size() || text[i] == separator) {
+            parts.emplace_back(text.substr(start, i - start));
+            start = i + 1;
+        }
+    }
+    return parts;
+}
+
+std::string_view without_manual_time(std::string_view name) {
+    if (name.size() >= kManualTimeSuffix.size() &&
+        name.substr(name.size() - kManualTimeSuffix.size()) == kManualTimeSuffix) {
+        name.remove_suffix(kManualTimeSuffix.size());
+    }
+    return name;
+}
+
+double microseconds_per_unit(const std::string& unit, const std::string& source) {
+    if (unit == "ns") return 1e-3;
+    if (unit == "us") return 1.0;
+    if (unit == "ms") return 1e3;
+    if (unit == "s") return 1e6;
+    throw Error(source + ": unknown time_unit '" + unit + "'", "ns, us, ms or s");
+}
+
+std::string as_text(const nlohmann::json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+std::string BenchName::text() const {
+    std::string name = row + "/" + problem();
+    if (!block.empty()) name += "/block:" + block;
+    return name;
+}
+
+std::string BenchName::problem() const { return size + "/" + format + "/" + filter + "/" + border; }
+
+std::optional<BenchName> BenchName::parse(std::string_view name) {
+    const std::vector<std::string> parts = split(without_manual_time(name), '/');
+    if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
+    if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) return std::nullopt;
+    BenchName n{parts[0], parts[1], parts[2], parts[3], parts[4], {}};
+    if (parts.size() == 6) {
+        constexpr std::string_view kBlock = "block:";
+        if (parts[5].rfind(kBlock, 0) != 0 || parts[5].size() == kBlock.size()) return std::nullopt;
+        n.block = parts[5].substr(kBlock.size());
+    }
+    return n;
+}
+
+double BenchRun::median_us() const { return samples_us.empty() ? 0.0 : autotune::quantile(samples_us, 0.5); }
+
+std::string BenchFile::gpu_key() const { return context_value("klab_gpu_key"); }
+
+std::string BenchFile::context_value(const std::string& key) const {
+    const auto it = context.find(key);
+    return it == context.end() ? std::string() : it->second;
+}
+
+const BenchRun* BenchFile::find(std::string_view name) const {
+    const std::string_view key = without_manual_time(name);
+    for (const BenchRun& run : runs)
+        if (run.name == key) return &run;
+    return nullptr;
+}
+
+BenchFile parse_bench_json(const std::string& text, const std::string& source) {
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) throw Error(source + " is not JSON", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+    if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
+        throw Error(source + " has no \"benchmarks\" array", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+    }
+    BenchFile file;
+    file.source = source;
+    if (doc.contains("context") && doc["context"].is_object()) {
+        for (const auto& [key, value] : doc["context"].items()) file.context[key] = as_text(value);
+    }
+    // Counters per benchmark, one vector per counter over the repetitions, for their medians.
+    std::map<std::string, std::map<std::string, std::vector<double>>> counter_samples;
+    for (const nlohmann::json& entry : doc["benchmarks"]) {
+        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+            throw Error(source + ": a benchmark entry without a name", "entries as Google Benchmark writes them");
+        }
+        if (entry.value("run_type", std::string("iteration")) != "iteration") continue;  // aggregates are recomputed
+        const std::string full_name = entry.value("run_name", entry["name"].get<std::string>());
+        const std::string name(without_manual_time(full_name));
+        auto it = std::find_if(file.runs.begin(), file.runs.end(), [&](const BenchRun& r) { return r.name == name; });
+        if (it == file.runs.end()) {
+            BenchRun run;
+            run.name = name;
+            run.parts = BenchName::parse(name);
+            run.label = entry.value("label", std::string());
+            file.runs.push_back(std::move(run));
+            it = std::prev(file.runs.end());
+        }
+        if (entry.value("error_occurred", false)) {
+            it->error = entry.value("error_message", std::string("failed"));
+            continue;
+        }
+        if (!entry.contains("real_time") || !entry["real_time"].is_number()) {
+            throw Error(source + ": benchmark " + name + " has no real_time", "entries as Google Benchmark writes them");
+        }
+        const double scale = microseconds_per_unit(entry.value("time_unit", std::string("ns")), source);
+        it->samples_us.push_back(entry["real_time"].get<double>() * scale);
+        for (const auto& [key, value] : entry.items()) {
+            // Google Benchmark writes user counters as top-level numbers beside its own fields.
+            static const char* const kOwnFields[] = {"family_index", "per_family_instance_index", "repetitions",
+                                                     "repetition_index", "threads", "iterations", "real_time",
+                                                     "cpu_time"};
+            if (!value.is_number() || std::find(std::begin(kOwnFields), std::end(kOwnFields), key) != std::end(kOwnFields)) {
+                continue;
+            }
+            counter_samples[name][key].push_back(value.get<double>());
+        }
+    }
+    for (BenchRun& run : file.runs) {
+        for (const auto& [key, values] : counter_samples[run.name]) run.counters[key] = autotune::quantile(values, 0.5);
+    }
+    return file;
+}
+
+BenchFile load_bench_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot read " + path.string(), "a readable Google Benchmark JSON file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_bench_json(text.str(), path.string());
+}
+
+}  // namespace klab::bench

@@ -1,0 +1,7 @@
+// klab-bench: placeholder while it is being written.
+#include <benchmark/benchmark.h>
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}
