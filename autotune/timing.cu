@@ -26,18 +26,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One cold sample: flush, then events right around the work.
-double cold_sample(const Work& work, L2Flusher& flusher, cudaStream_t stream, const CudaEvent& start, const CudaEvent& stop) {
-    flusher.flush(stream);
-    KLAB_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-    work(stream);
-    KLAB_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-    KLAB_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float milliseconds = 0.0f;
-    KLAB_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start.get(), stop.get()));
-    return 1000.0 * milliseconds;
-}
-
 // Quartiles are recomputed every this many samples only: sorting after each sample would cost
 // O(n^2 log n) over a measurement of thousands of short samples.
 constexpr int kCheckEvery = 10;
@@ -51,6 +39,17 @@ bool settled(Timing& t, const TimingOptions& options) {
 }
 
 }  // namespace
+
+double cold_sample(const Work& work, L2Flusher& flusher, cudaStream_t stream, const CudaEvent& start, const CudaEvent& stop) {
+    flusher.flush(stream);
+    KLAB_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+    work(stream);
+    KLAB_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+    KLAB_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float milliseconds = 0.0f;
+    KLAB_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start.get(), stop.get()));
+    return 1000.0 * milliseconds;
+}
 
 L2Flusher::L2Flusher() {
     int device = 0;

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "autotune/statistics.hpp"
+#include "harness/cuda_event.hpp"
 
 namespace klab::autotune {
 
@@ -50,6 +51,10 @@ struct Timing {
 };
 
 using Work = std::function<void(cudaStream_t)>;
+
+// One cold sample in microseconds: the L2 flushed, then `start` and `stop` recorded right around
+// `work` on `stream`, and waited for. measure() takes its samples this way, and so does klab-bench.
+double cold_sample(const Work& work, L2Flusher& flusher, cudaStream_t stream, const CudaEvent& start, const CudaEvent& stop);
 
 // Times `work` (which enqueues on the stream it is given) with CUDA events. `work` runs once
 // more as warm-up, untimed. Throws klab::Error on any CUDA error.

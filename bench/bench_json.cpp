@@ -13,7 +13,9 @@ namespace klab::bench {
 
 namespace {
 
-constexpr std::string_view kManualTimeSuffix = "/manual_time";
+// Google Benchmark appends these to the names of benchmarks timed manually (GPU rows) or by the
+// wall clock (CPU rows).
+constexpr std::string_view kTimeSuffixes[] = {"/manual_time", "/real_time"};
 
 std::vector<std::string> split(std::string_view text, char separator) {
     std::vector<std::string> parts;
@@ -28,9 +30,11 @@ std::vector<std::string> split(std::string_view text, char separator) {
 }
 
 std::string_view without_manual_time(std::string_view name) {
-    if (name.size() >= kManualTimeSuffix.size() &&
-        name.substr(name.size() - kManualTimeSuffix.size()) == kManualTimeSuffix) {
-        name.remove_suffix(kManualTimeSuffix.size());
+    for (std::string_view suffix : kTimeSuffixes) {
+        if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+            name.remove_suffix(suffix.size());
+            break;
+        }
     }
     return name;
 }

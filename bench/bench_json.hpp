@@ -11,7 +11,8 @@
 
 namespace klab::bench {
 
-// "conv.halo_tiled/8K/rgb.aos/gauss9/replicate[/block:32x8]", without "/manual_time".
+// "conv.halo_tiled/8K/rgb.aos/gauss9/replicate[/block:32x8]", without Google Benchmark's
+// "/manual_time" (GPU rows) or "/real_time" (CPU rows).
 struct BenchName {
     std::string row;     // variant, "baseline.copy", "npp.gauss", "cpu.reference", ...
     std::string size;    // "8K", "HD", "1000x700"
@@ -21,7 +22,7 @@ struct BenchName {
     std::string block;   // "32x8" in the block-shape study, else empty
 
     std::string text() const;  // the name again, without "/manual_time"
-    // Parses a run name (Google Benchmark's "run_name"), with or without "/manual_time";
+    // Parses a run name (Google Benchmark's "run_name"), with or without the time suffix;
     // nullopt when it does not have klab's five parts.
     static std::optional<BenchName> parse(std::string_view name);
     // The row's problem without the row: "8K/rgb.aos/gauss9/replicate" (block excluded).
@@ -30,7 +31,7 @@ struct BenchName {
 
 // One benchmark with its repetitions.
 struct BenchRun {
-    std::string name;                // run name without "/manual_time"
+    std::string name;                // run name without the time suffix
     std::optional<BenchName> parts;  // nullopt for a name klab did not write
     std::vector<double> samples_us;  // one per repetition: that repetition's mean time per iteration
     std::map<std::string, double> counters;  // each counter's median over the repetitions

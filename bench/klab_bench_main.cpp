@@ -1,7 +1,4 @@
-// klab-bench: placeholder while it is being written.
-#include <benchmark/benchmark.h>
-int main(int argc, char** argv) {
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-}
+// klab-bench: the seeds' performance study as a Google Benchmark executable (bench/README.md).
+#include "bench/benchmarks.hpp"
+
+int main(int argc, char** argv) { return klab::bench::bench_main(argc, argv); }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job on the GPU machine, in one call (e.g. through the device tool): builds the release
+# preset, runs `klab run` with the given arguments (default: the full study: tune what is missing,
+# benchmark, report) into results/, and packs results/<gpu-slug>/ and the log into
+# $OUT/results.tar.gz (one file: the device tool brings back few). Commit what comes back unedited.
+# Usage: bash scripts/gpu-bench.sh [klab run options...]
+# On a copy of the tree (a GPU machine's may hold no .git, or a stale one), set KLAB_GIT_COMMIT to
+# the commit copied (and KLAB_GIT_DIRTY=1 for a modified tree) so that the results name it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-bench}
+mkdir -p "$OUT"
+export PATH="/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1
+
+start=$(date +%s)
+if ! { cmake --preset release >"$OUT/build.log" 2>&1 && cmake --build --preset release >>"$OUT/build.log" 2>&1; }; then
+  tail -n 30 "$OUT/build.log"
+  echo "gpu-bench: the build failed (log: $OUT/build.log)"
+  exit 1
+fi
+echo "gpu-bench: built in $(($(date +%s) - start)) s"
+./build/release/klab run --results results "$@" >"$OUT/run.log" 2>&1
+status=$?
+# The folder this run wrote: the newest bench.json (or bench.failed.json) under results/.
+dir=$(dirname "$(ls -t results/*/bench.json results/*/bench.failed.json 2>/dev/null | head -n 1)")
+if [[ -d "$dir" && "$dir" != "." ]]; then
+  cp "$OUT/run.log" "$dir/run.log"
+  tar czf "$OUT/results.tar.gz" -C results "$(basename "$dir")"
+fi
+grep -E "klab-bench: |FAILED|failed|error" "$OUT/run.log" | head -n 40
+tail -n 5 "$OUT/run.log"
+echo "gpu-bench: klab run exited $status after $(($(date +%s) - start)) s; results in $OUT/results.tar.gz"
+exit "$status"
