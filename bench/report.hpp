@@ -1,0 +1,45 @@
+#pragma once
+// klab report: one klab-bench JSON file (bench/README.md) turned into report.md — the seeds'
+// studies as tables of medians and of ratios to the copy floor, NPP and the CPU reference — and
+// plot-data.json, the plots' series, which scripts/plot_bench.py (matplotlib) draws as PNGs.
+// Every figure comes from the one file: medians over its repetitions, ratios of those medians.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/bench_json.hpp"
+
+namespace klab::bench {
+
+// What became of the plots.
+struct PlotOutcome {
+    std::vector<std::string> drawn;  // PNG file names (in the report's folder) that exist now
+    std::string not_drawn;           // why some or all were not drawn; "" when all were
+};
+
+// The plots' series as JSON text (format: bench/README.md, "Report"); only plots with rows.
+std::string plot_data_json(const BenchFile& file);
+// report.md's text; it links only the PNGs in `plots.drawn`.
+std::string report_markdown(const BenchFile& file, const PlotOutcome& plots);
+
+struct ReportRequest {
+    std::filesystem::path bench_json;
+    std::filesystem::path out_dir;      // empty: the JSON's folder (created when missing)
+    std::filesystem::path plot_script;  // scripts/plot_bench.py
+    bool draw_plots = true;             // false: --no-plots (plot-data.json is still written)
+    std::string python = "python3";     // looked up on PATH
+};
+
+struct ReportResult {
+    std::filesystem::path report;     // <out>/report.md
+    std::filesystem::path plot_data;  // <out>/plot-data.json
+    PlotOutcome plots;
+    std::string draw_later;  // the command that draws the plots, for a warning when they were not drawn
+};
+
+// Loads the file (klab::Error when it is missing or not klab-bench JSON, or holds no row that
+// ran), writes plot-data.json, runs the plot script, then writes report.md; both files are
+// written atomically, so a failure leaves no half-written report.
+ReportResult write_report(const ReportRequest& request);
+
+}  // namespace klab::bench
