@@ -1,129 +1,138 @@
-// klab run: the main job. On a GPU machine it will tune, benchmark every variant on the seeds'
-// matrix and write results/<gpu>/; today it runs what exists — every GPU variant once, verified
-// against the reference, and the CPU reference, sequential and multithreaded, on the seeds'
-// resolutions and mask sizes — and says what is missing.
-#include <algorithm>
+// klab run: the main job. On a GPU machine it tunes the study's convolution classes that have no
+// record of this GPU yet (klab tune --missing-only), runs klab-bench's study (bench/) with
+// repetitions, and writes results/<gpu-slug>/bench.json and its report. Without a GPU it says so
+// and benchmarks the CPU reference into results/no-gpu/ instead.
 #include <chrono>
 #include <cstdio>
-#include <functional>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <unistd.h>
 
+#include "autotune/tuning_cache.hpp"
+#include "bench/benchmarks.hpp"
+#include "bench/report.hpp"
+#include "bench/study.hpp"
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
-#include "harness/device_run.hpp"
 #include "harness/error.hpp"
-#include "harness/mask.hpp"
-#include "harness/parallel.hpp"
-#include "harness/reference/reference.hpp"
-#include "harness/synth.hpp"
-#include "harness/variant.hpp"
-#include "harness/verify.hpp"
 
 namespace klab::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct RunOptions {
-    std::vector<std::string> sizes = {"480p", "720p", "HD", "4K", "8K"};
-    std::vector<int> mask_sizes = {3, 5, 7, 9};
-    int threads = 0;
+    std::string study = "full";
+    int repetitions = 5;
+    std::string results = "results";
+    std::string out;  // default: <results>/<gpu-slug>, or <results>/no-gpu
+    std::string filter;
+    bool tune = true;
+    bool report = true;
 };
 
-double seconds_of(const std::function<void()>& work) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+void refuse_debug_build() {
+#if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)
+    throw Error("klab run in a debug build (stream synchronised after each launch, device code built with -G): its timings "
+                "are not the kernels'",
+                "a release build: cmake --workflow --preset release, then build/release/klab run");
+#endif
 }
 
-// One row of the study: the reference on one image and mask, sequential and multithreaded.
-void time_row(const std::string& label, const ImageU8& image, const Mask& mask, int threads) {
-    const Border border{BorderMode::replicate, 0};
-    ImageU8 sequential, parallel;
-    const double t1 = seconds_of([&] { sequential = reference::convolve(image, mask, border, 1); });
-    const double tn = seconds_of([&] { parallel = reference::convolve(image, mask, border, threads); });
-    fmt::print("  {:<22} {:>12.1f} {:>12.1f} {:>8.2f}x {}\n", label, t1 * 1e3, tn * 1e3, t1 / tn,
-               same_pixels(sequential, parallel) ? "identical" : "DIFFERENT");
-}
-
-// Every registered convolution variant once on an HD image, verified against the reference: a
-// quick check that this GPU runs them right. Timing is klab-bench's job; the launch time shown
-// is one launch after a warm-up.
-void check_gpu_variants() {
-    const synth::Resolution hd = synth::parse_resolution("HD");
-    const ImageU8 image = synth::generate(synth::Pattern::natural, hd.width, hd.height, 3);
-    const Mask mask = masks::gaussian(5);
-    const Border border{BorderMode::replicate, 0};
-    const ImageU8 expected = reference::convolve(image, mask, border, 0);
-    const Problem problem = convolve_problem(image.shape(), mask, border);
-    fmt::print("GPU variants, each run once on HD natural RGB, gauss5, replicate, default block, verified:\n");
-    std::vector<std::string> failed;
-    for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
-        if (const Support s = variant->supports(problem); !s) {
-            fmt::print("  {:<20} skipped: {}\n", variant->name(), s.reason());  // e.g. box masks only
-            continue;
-        }
-        const LaunchShape shape = variant->default_shape(problem);
-        const DeviceRun run = run_on_device(*variant, problem, image, shape);
-        const Verification v = verify_convolution(image, mask, border, expected, run.output, variant->coefficient_error(problem));
-        fmt::print("  {:<20} block {:<6} {:>9.3f} ms  {}\n", variant->name(), to_string(shape), run.launch_milliseconds,
-                   v.summary());
-        if (!v.ok()) failed.push_back(variant->name());
-    }
-    // A wrong result is a defect of this build on this GPU, not a figure: stop with an error.
-    if (!failed.empty()) {
-        throw Error(fmt::format("GPU variants differ from the CPU reference on this device: {}", fmt::join(failed, ", ")),
-                    "results equal to the reference (run `ctest --preset release` and report the failure)");
-    }
+// Runs klab-bench's main in this process with `args`; returns its exit code.
+int run_bench(std::vector<std::string> args) {
+    args.insert(args.begin(), "klab-bench");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return bench::bench_main(static_cast<int>(args.size()), argv.data());
 }
 
 void run_study(const RunOptions& o) {
+    const auto started = std::chrono::steady_clock::now();
+    const bench::Study study = bench::parse_study(o.study);
     const DeviceQuery query = query_devices();
-    if (query.devices.empty()) {
-        fmt::print("GPU: {}. Only the CPU reference can run here.\n", query.no_device_reason);
+    const bool gpu = !query.devices.empty();
+    fs::path out = o.out;
+    if (gpu) {
+        refuse_debug_build();
+        const DeviceInfo& d = query.devices.front();
+        fmt::print("GPU: {} (compute capability {}.{}, {} SMs); {} study, {} repetitions\n", d.name, d.cc_major, d.cc_minor,
+                   d.sm_count, bench::to_string(study), o.repetitions);
+        if (out.empty()) out = fs::path(o.results) / autotune::current_gpu_identity().slug();
     } else {
-        fmt::print("GPU: {} (compute capability {}.{}, {} SMs)\n", query.devices[0].name, query.devices[0].cc_major,
-                   query.devices[0].cc_minor, query.devices[0].sm_count);
+        fmt::print("No GPU found ({}): only the CPU reference is benchmarked here, into {}.\n", query.no_device_reason,
+                   out.empty() ? (fs::path(o.results) / "no-gpu").string() : out.string());
+        if (out.empty()) out = fs::path(o.results) / "no-gpu";
     }
-    // Refuse a bad size before any work.
-    const int threads = resolve_threads(o.threads);
-    std::vector<synth::Resolution> resolutions;
-    for (const auto& s : o.sizes) resolutions.push_back(synth::parse_resolution(s));
-    for (int k : o.mask_sizes) (void)masks::gaussian(k);
+    std::fflush(stdout);
 
-    if (!query.devices.empty()) check_gpu_variants();
-    fmt::print("Not built yet, so not run: klab-bench and results/<gpu>/bench.json (tune with `klab tune`).\n\n");
-
-    fmt::print("CPU reference, gaussian, replicate border, synthetic natural RGB images, one run each\n");
-    const auto header = [threads](const char* title) {
-        fmt::print("{}\n  {:<22} {:>12} {:>12} {:>9}\n", title, "problem", "1 thread ms",
-                   fmt::format("{} thr. ms", threads), "speedup");
-    };
-    header("by resolution (seed 000, table 1):");
-    for (const auto& r : resolutions) {
-        const ImageU8 image = synth::generate(synth::Pattern::natural, r.width, r.height, 3);
-        time_row(fmt::format("{} gauss3", r.name), image, masks::gaussian(3), threads);
+    if (gpu && o.tune) {
+        fmt::print("\n== 1. Tuning the study's convolution classes that this GPU has no record of\n");
+        std::fflush(stdout);
+        tune_missing_classes(bench::tuned_classes(study), o.results);
     }
-    const synth::Resolution hd = synth::parse_resolution("HD");
-    const ImageU8 image = synth::generate(synth::Pattern::natural, hd.width, hd.height, 3);
-    header("by mask size at HD (seed 000, table 2):");
-    for (int k : o.mask_sizes) time_row(fmt::format("HD gauss{}", k), image, masks::gaussian(k), threads);
+
+    fmt::print("\n== {}. Benchmarks (klab-bench, Google Benchmark)\n", gpu && o.tune ? 2 : 1);
+    std::fflush(stdout);
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()), "a writable results directory");
+    // Written beside the final name and renamed only after a complete run: never a half-written bench.json.
+    const fs::path json = out / "bench.json";
+    const fs::path partial = out / fmt::format("bench.json.partial-{}", getpid());
+    std::vector<std::string> args = {fmt::format("--klab_study={}", o.study), fmt::format("--klab_results={}", o.results),
+                                     fmt::format("--benchmark_out={}", partial.string()), "--benchmark_out_format=json",
+                                     fmt::format("--benchmark_repetitions={}", o.repetitions)};
+    if (!o.filter.empty()) args.push_back(fmt::format("--benchmark_filter={}", o.filter));
+    const int status = run_bench(args);
+    if (status != 0) {
+        const fs::path failed = out / "bench.failed.json";
+        fs::rename(partial, failed, ec);
+        throw Error(fmt::format("klab-bench failed (exit {}); its output is kept as {} for inspection, and {} is unchanged",
+                                status, failed.string(), json.string()),
+                    "every row verified and timed (see the rows listed above)");
+    }
+    fs::rename(partial, json, ec);
+    if (ec) throw Error(fmt::format("cannot rename {} to {}: {}", partial.string(), json.string(), ec.message()));
+    fmt::print("wrote {}\n", json.string());
+
+    if (o.report) {
+        fmt::print("\n== Report\n");
+        bench::ReportRequest request;
+        request.bench_json = json;
+        request.out_dir = out;
+        request.plot_script = fs::path(KLAB_SOURCE_DIR) / "scripts" / "plot_bench.py";
+        const bench::ReportResult report = bench::write_report(request);
+        fmt::print("wrote {}{}\n", report.report.string(),
+                   report.plots.not_drawn.empty() ? std::string() : fmt::format(" (plots: {})", report.plots.not_drawn));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("\nklab run finished in {:.0f} s; results in {}\n", seconds, out.string());
 }
 
 }  // namespace
 
 void add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
-    CLI::App* cmd = app.add_subcommand("run", "The main job: run the seeds' study with everything this build has");
-    cmd->add_option("--sizes", o->sizes, "Resolutions: 480p, 720p, HD, 4K, 8K or WxH")->capture_default_str();
-    cmd->add_option("--mask-sizes", o->mask_sizes, "Gaussian sizes for the HD mask study (odd, 1..31)")
+    CLI::App* cmd = app.add_subcommand(
+        "run", "The main job: tune what is not tuned yet, benchmark every variant on the seeds' study, write results/<gpu>/");
+    cmd->add_option("--study", o->study, "full (the seeds' study), quick (HD and 8K only) or smoke (tiny images)")
+        ->check(CLI::IsMember({"full", "quick", "smoke"}))
         ->capture_default_str();
-    cmd->add_option("--threads", o->threads, "CPU threads of the multithreaded reference: 0 = all")
-        ->check(CLI::Range(0, kMaxThreads))
+    cmd->add_option("--repetitions", o->repetitions, "Repetitions of each benchmark (klab compare needs 4 or more)")
+        ->check(CLI::Range(1, 100))
         ->capture_default_str();
+    cmd->add_option("--results", o->results, "Results directory: the tuning cache and the default output folder")
+        ->capture_default_str();
+    cmd->add_option("--out", o->out, "Output folder for bench.json and the report (default: <results>/<gpu-slug>)");
+    cmd->add_option("--filter", o->filter, "Only the benchmarks whose names match this regex (Google Benchmark's filter)");
+    cmd->add_flag("!--no-tune", o->tune, "Do not tune missing classes first (their rows use the default shape)");
+    cmd->add_flag("!--no-report", o->report, "Do not write report.md and the plots");
     cmd->callback([o] { run_study(*o); });
 }
 

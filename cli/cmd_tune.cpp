@@ -2,6 +2,7 @@
 // on the chosen problem classes and merges the winners into results/<gpu-slug>/autotune.json;
 // --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
 // we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <cstdio>
@@ -43,6 +44,8 @@ struct TuneCliOptions {
     bool dry_run = false;
     std::string plan_for;  // a GPU model name: the offline plan
     bool verbose = false;
+    bool missing_only = false;  // skip classes this GPU already has a current record of
+    std::vector<ProblemClass> classes;  // when set (klab run): these classes instead of the product above
 };
 
 struct Job {
@@ -68,8 +71,8 @@ std::vector<const Variant*> chosen_variants(const TuneCliOptions& o) {
 // Classes in size order, the variants of a class one after another (the tuner keeps the
 // class's image and reference between them). Unsupported pairs are listed and skipped.
 std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skipped) {
-    std::vector<ProblemClass> classes;
-    for (const std::string& size : o.sizes) {
+    std::vector<ProblemClass> classes = o.classes;
+    for (const std::string& size : o.classes.empty() ? o.sizes : std::vector<std::string>{}) {
         const synth::Resolution r = synth::parse_resolution(size);
         if (r.name.find('x') != std::string::npos) {
             throw Error(fmt::format("--size {}: the tuner tunes resolution buckets", size), "480p, 720p, HD, 4K or 8K");
@@ -188,6 +191,22 @@ void check_mask_sizes(const std::vector<int>& sizes) {
     }
 }
 
+// --missing-only: the jobs whose class already has a record of this GPU and of the variant's
+// current source (a stale record is tuned again).
+void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const GpuIdentity& gpu) {
+    std::vector<std::string> warnings;
+    const TuningCache cache = TuningCache::load_directory(results, warnings);
+    const auto tuned = [&](const Job& job) {
+        const Lookup found = lookup(cache, *job.variant, source_hash(*job.variant),
+                                    representative_problem(job.problem_class, *job.variant), gpu);
+        return found.level == LookupLevel::exact;
+    };
+    const std::size_t before = jobs.size();
+    jobs.erase(std::remove_if(jobs.begin(), jobs.end(), tuned), jobs.end());
+    fmt::print("{} of {} job(s) already tuned on this GPU (current sources); tuning the other {}\n", before - jobs.size(), before,
+               jobs.size());
+}
+
 void run_tune(const TuneCliOptions& o) {
     check_mask_sizes(o.mask_sizes);
     if (!o.plan_for.empty()) return run_plan(o);
@@ -199,8 +218,9 @@ void run_tune(const TuneCliOptions& o) {
                     "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
     }
     std::vector<std::string> skipped;
-    const std::vector<Job> jobs = jobs_of(o, skipped);
+    std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
+    if (o.missing_only) drop_tuned_jobs(jobs, o.results, gpu);
 
     if (o.dry_run) {
         fmt::print("search spaces on {} (minimum occupancy {}, from the CUDA occupancy API)\n", gpu.key(), percent_text(o.min_occupancy));
@@ -301,7 +321,17 @@ void add_tune_command(CLI::App& app) {
                     "Show the search spaces on a GPU model (A100, L4, H100, H200, RTX 4090) from recorded kernel "
                     "resources; needs no GPU");
     cmd->add_flag("--verbose", o->verbose, "With --dry-run or --plan-for: list the excluded shapes and why");
+    cmd->add_flag("--missing-only", o->missing_only,
+                  "Tune only the classes without a record of this GPU and of the variant's current source");
     cmd->callback([o] { run_tune(*o); });
+}
+
+void tune_missing_classes(const std::vector<autotune::ProblemClass>& classes, const std::string& results) {
+    TuneCliOptions o;
+    o.classes = classes;
+    o.results = results;
+    o.missing_only = true;
+    run_tune(o);
 }
 
 }  // namespace klab::cli

@@ -1,6 +1,11 @@
 #pragma once
 // Each `klab` sub-command lives in its own cli/cmd_<name>.cpp and adds itself to the app here.
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
+
+#include "autotune/problem_class.hpp"
 
 namespace klab::cli {
 
@@ -12,5 +17,9 @@ void add_run_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+
+// klab tune --missing-only on these classes (klab run's first step); throws klab::Error when a
+// job fails, after tuning the others.
+void tune_missing_classes(const std::vector<autotune::ProblemClass>& classes, const std::string& results);
 
 }  // namespace klab::cli

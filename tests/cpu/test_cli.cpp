@@ -220,14 +220,20 @@ TEST_F(Cli, ApplyOnCpuWritesWhatTheReferenceComputes) {
     for (int c = 0; c < 3; ++c) EXPECT_EQ(visual.at(22, 16, c), 255);  // the largest sum maps to 255
 }
 
-TEST_F(Cli, RunStudyOnATinySize) {
-    const Result r = klab_cli("run --sizes 64x48 --mask-sizes 3 5 --threads 2");
+TEST_F(Cli, RunWritesTheSmokeStudyAndItsReport) {
+    const fs::path out = dir / "results" / "here";
+    const Result r = klab_cli("run --study smoke --repetitions 2 --no-tune --results " + (dir / "results").string() +
+                              " --out " + out.string());
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("64x48 gauss3"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("HD gauss5"), std::string::npos) << r.output;
-    EXPECT_EQ(r.output.find("DIFFERENT"), std::string::npos) << r.output;
-    expect_failure("run --sizes 12x", "12x");
-    expect_failure("run --mask-sizes 4", "gaussian size 4");
+    // Without a GPU it says so plainly; with one it names it.
+    EXPECT_TRUE(r.output.find("No GPU found") != std::string::npos || r.output.find("GPU: ") != std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(out / "bench.json")) << r.output;
+    EXPECT_TRUE(fs::exists(out / "report.md")) << r.output;
+    for (const auto& entry : fs::directory_iterator(out)) {
+        EXPECT_EQ(entry.path().filename().string().find("partial"), std::string::npos) << entry.path();
+    }
+    expect_failure("run --study huge", "huge");
+    expect_failure("run --repetitions 0", "--repetitions");
 }
 
 }  // namespace
