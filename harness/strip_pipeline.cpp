@@ -1,0 +1,384 @@
+#include "harness/strip_pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/border.hpp"
+#include "harness/cuda_check.hpp"
+#include "harness/device_image.hpp"
+#include "harness/device_layout.hpp"
+#include "harness/error.hpp"
+#include "harness/reference/reference.hpp"
+
+namespace klab {
+
+namespace {
+
+constexpr int kMaxStreams = 16;
+// cudaMallocPitch's row alignment on current GPUs: what a strip's rows cost at the most.
+constexpr std::size_t kPitchAlignment = 512;
+constexpr const char* kBudgetVariable = "KLAB_DEVICE_MEMORY_BUDGET";
+
+std::size_t parse_bytes(const std::string& text) {
+    std::size_t end = 0;
+    unsigned long long value = 0;
+    try {
+        value = std::stoull(text, &end);
+    } catch (const std::exception&) {
+        end = 0;
+    }
+    const std::string suffix = end == 0 ? text : text.substr(end);
+    unsigned long long scale = 0;
+    if (suffix.empty()) scale = 1;
+    if (suffix == "K" || suffix == "k") scale = 1ull << 10;
+    if (suffix == "M" || suffix == "m") scale = 1ull << 20;
+    if (suffix == "G" || suffix == "g") scale = 1ull << 30;
+    if (end == 0 || scale == 0 || value == 0) {
+        throw Error(fmt::format("{}='{}'", kBudgetVariable, text), "a positive number of bytes, optionally with K, M or G (e.g. 512M)");
+    }
+    return static_cast<std::size_t>(value * scale);
+}
+
+int vertical_radius(const Problem& problem) {
+    return problem.op == Operation::convolve ? problem.mask->radius_y() : 1;  // Sobel's 3x3 window
+}
+
+std::size_t padded_row_bytes(std::size_t bytes) { return (bytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment; }
+
+// Pins a host buffer for the run unless it is pinned already (or pinning is off or refused: the
+// copies are then staged by the driver, correct but synchronous to the host).
+class PinnedRegion {
+public:
+    PinnedRegion(const void* data, std::size_t bytes, bool pin) {
+        if (!pin || bytes == 0) return;
+        cudaPointerAttributes attributes{};
+        if (cudaPointerGetAttributes(&attributes, data) == cudaSuccess && attributes.type == cudaMemoryTypeHost) return;
+        (void)cudaGetLastError();
+        if (cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterDefault) == cudaSuccess) {
+            registered_ = const_cast<void*>(data);
+        } else {
+            (void)cudaGetLastError();  // not fatal: pageable copies still work
+        }
+    }
+    ~PinnedRegion() {
+        if (registered_ != nullptr) KLAB_CUDA_CHECK_NOTHROW(cudaHostUnregister(registered_));
+    }
+    PinnedRegion(const PinnedRegion&) = delete;
+    PinnedRegion& operator=(const PinnedRegion&) = delete;
+
+private:
+    void* registered_ = nullptr;
+};
+
+class Stream {
+public:
+    Stream() { KLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+    ~Stream() { KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_)); }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+// One stream's device memory: the strip as uploaded (AoS) and as filtered (AoS), and their SoA
+// twins when the variant runs planar. A stream reuses its slot for every strip it takes: stream
+// order keeps one strip's download before the next one's upload.
+struct Slot {
+    DeviceImage<std::uint8_t> input;
+    DeviceImage<std::uint8_t> output;
+    DeviceImage<std::uint8_t> input_soa;
+    DeviceImage<std::uint8_t> output_soa;
+};
+
+// A view of the first `rows` image rows of `image` (allocated for the largest strip).
+DeviceBuffer strip_buffer(DeviceImage<std::uint8_t>& image, int rows) {
+    DeviceBuffer b = device_buffer(image);
+    b.shape.height = rows;
+    return b;
+}
+
+struct StripPlan {
+    int strip_rows = 0;  // output rows per strip (the last may have fewer)
+    int strips = 0;
+    int streams = 0;
+};
+
+// Device bytes of one slot for strips of `rows` output rows (the radius's halo rows added).
+std::size_t slot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape, int rows) {
+    const int r = vertical_radius(problem);
+    const ImageShape in{problem.shape.width, rows + 2 * r, problem.shape.channels, problem.shape.layout};
+    const ImageShape out = output_shape(Problem{problem.op, in, problem.mask, problem.border});
+    const std::size_t in_bytes = padded_row_bytes(static_cast<std::size_t>(in.width) * in.channels) * in.height;
+    const std::size_t out_bytes = padded_row_bytes(static_cast<std::size_t>(out.width) * out.channels) * out.height;
+    const bool soa = problem.shape.layout == Layout::soa;
+    const Problem strip{problem.op, in, problem.mask, problem.border};
+    return (soa ? 2 : 1) * (in_bytes + out_bytes) + variant.scratch_bytes(strip, shape);
+}
+
+StripPlan plan_strips(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
+    if (o.streams < 1 || o.streams > kMaxStreams) {
+        throw Error(fmt::format("{} streams", o.streams), fmt::format("1 to {}", kMaxStreams));
+    }
+    if (o.strips < 0) throw Error(fmt::format("{} strips", o.strips), "0 (automatic) or a positive count");
+    const int height = problem.shape.height;
+    const std::size_t budget = o.device_budget_bytes != 0 ? o.device_budget_bytes : device_memory_budget();
+    // The most rows per strip the budget holds with every stream's slot allocated.
+    int fit = 0;
+    for (int lo = 1, hi = height; lo <= hi;) {
+        const int mid = lo + (hi - lo) / 2;
+        if (static_cast<std::size_t>(std::min(o.streams, height)) * slot_bytes(variant, problem, shape, mid) <= budget) {
+            fit = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (fit == 0) {
+        throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB on each of {} "
+                                "stream(s)",
+                                budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, o.streams),
+                    fmt::format("a larger budget ({} or free device memory), or fewer streams", kBudgetVariable));
+    }
+    StripPlan plan;
+    if (o.strips > 0) {
+        // More strips than rows: one row each.
+        plan.strip_rows = std::max(1, (height + o.strips - 1) / o.strips);
+        if (plan.strip_rows > fit) {
+            throw Error(fmt::format("{} strips of {} rows for {}: {} streams need {:.1f} MB, the budget is {:.1f} MB", o.strips,
+                                    plan.strip_rows, to_string(problem), o.streams,
+                                    o.streams * slot_bytes(variant, problem, shape, plan.strip_rows) / 1e6, budget / 1e6),
+                        fmt::format("at least {} strips, or 0 to choose", (height + fit - 1) / fit));
+        }
+    } else {
+        // At least four strips per stream: the first strip's upload and the last one's download
+        // are what the overlap cannot hide, so they should be small (8K RGB on an H200: 6 strips
+        // took 1.30x the upload alone).
+        plan.strip_rows = std::min(fit, std::max(1, (height + 4 * o.streams - 1) / (4 * o.streams)));
+    }
+    plan.strips = (height + plan.strip_rows - 1) / plan.strip_rows;
+    plan.streams = std::min(o.streams, plan.strips);
+    return plan;
+}
+
+// Enqueues the upload of input rows [first, first + count) (image coordinates, possibly outside
+// the image) into `strip`'s rows 0 .. count-1, each row border-mapped: the image's rows in one
+// 2D copy, rows outside it copied one by one from the row the border rule names, or set to a
+// constant border's value.
+void upload_rows(const ImageU8& input, const Border& border, int first, int count, DeviceImage<std::uint8_t>& strip,
+                 cudaStream_t stream) {
+    const int height = input.height();
+    const std::size_t row_bytes = static_cast<std::size_t>(input.width()) * input.channels();
+    auto* device = static_cast<std::uint8_t*>(static_cast<void*>(strip.view().data));
+    const std::size_t pitch = strip.pitch_bytes();
+    const int inside_first = std::max(first, 0);
+    const int inside_last = std::min(first + count, height);  // exclusive
+    if (inside_last > inside_first) {
+        KLAB_CUDA_CHECK(cudaMemcpy2DAsync(device + static_cast<std::size_t>(inside_first - first) * pitch, pitch,
+                                          input.row(inside_first), input.pitch_bytes(), row_bytes,
+                                          static_cast<std::size_t>(inside_last - inside_first), cudaMemcpyHostToDevice, stream));
+    }
+    for (int y = first; y < first + count; ++y) {
+        if (y >= 0 && y < height) continue;
+        std::uint8_t* dst = device + static_cast<std::size_t>(y - first) * pitch;
+        const int source = border_index(y, height, border.mode);
+        if (source < 0) {
+            KLAB_CUDA_CHECK(cudaMemsetAsync(dst, border.value, row_bytes, stream));
+        } else {
+            KLAB_CUDA_CHECK(cudaMemcpyAsync(dst, input.row(source), row_bytes, cudaMemcpyHostToDevice, stream));
+        }
+    }
+}
+
+}  // namespace
+
+// Every slot's memory and plans are made here, before any copy: an allocation inside the strip
+// loop would synchronise the device and serialise the streams.
+struct StripPipeline::Resources {
+    const Variant* variant = nullptr;
+    Problem problem;
+    LaunchShape shape;
+    StripPlan plan;
+    int radius = 0;
+    std::optional<DeviceMask> mask;  // shared by every plan, read only
+    std::vector<std::unique_ptr<Stream>> streams;
+    std::vector<Slot> slots;
+    std::vector<std::vector<LaunchPlan>> plans;  // [slot][full strip, last strip]
+};
+
+StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, const LaunchShape& shape,
+                             const PipelineOptions& options)
+    : StripPipeline(variant, problem, shape, options, false) {}
+
+StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, const LaunchShape& shape,
+                             const PipelineOptions& options, bool one_shot)
+    : resources_(std::make_unique<Resources>()) {
+    if (const Support s = strips_support(problem); !s) throw Error(fmt::format("{}: {}", to_string(problem), s.reason()));
+    validate(problem);
+    Resources& res = *resources_;
+    res.variant = &variant;
+    res.problem = problem;
+    res.shape = shape;
+    res.radius = vertical_radius(problem);
+    if (one_shot) {
+        res.plan.strip_rows = problem.shape.height;
+        res.plan.strips = 1;
+        res.plan.streams = 1;
+    } else {
+        res.plan = plan_strips(variant, problem, shape, options);
+    }
+    const int r = res.radius;
+    const bool soa = problem.shape.layout == Layout::soa;
+    const ImageShape out_shape = output_shape(problem);
+    const int slot_rows = res.plan.strip_rows + 2 * r;
+    const int last_rows = problem.shape.height - (res.plan.strips - 1) * res.plan.strip_rows;
+    if (problem.mask) res.mask.emplace(*problem.mask);
+    res.slots.resize(static_cast<std::size_t>(res.plan.streams));
+    res.plans.resize(static_cast<std::size_t>(res.plan.streams));
+    for (int s = 0; s < res.plan.streams; ++s) {
+        res.streams.push_back(std::make_unique<Stream>());
+        Slot& slot = res.slots[static_cast<std::size_t>(s)];
+        slot.input = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::aos});
+        slot.output = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, Layout::aos});
+        if (soa) {
+            slot.input_soa = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::soa});
+            slot.output_soa = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, out_shape.layout});
+        }
+        for (int rows : {res.plan.strip_rows, last_rows}) {
+            Problem strip = problem;
+            strip.shape.height = rows + 2 * r;
+            DeviceBuffers buffers;
+            buffers.input = strip_buffer(soa ? slot.input_soa : slot.input, strip.shape.height);
+            buffers.output = strip_buffer(soa ? slot.output_soa : slot.output, strip.shape.height);
+            if (res.mask) buffers.mask = res.mask->view();
+            res.plans[static_cast<std::size_t>(s)].push_back(prepare(variant, strip, buffers, shape));
+        }
+    }
+}
+
+StripPipeline::~StripPipeline() = default;
+StripPipeline::StripPipeline(StripPipeline&&) noexcept = default;
+StripPipeline& StripPipeline::operator=(StripPipeline&&) noexcept = default;
+
+int StripPipeline::strips() const { return resources_->plan.strips; }
+
+PipelineRun StripPipeline::run(const ImageU8& input, ImageU8& output, bool pin_host) {
+    const auto started = std::chrono::steady_clock::now();
+    Resources& res = *resources_;
+    const Problem& problem = res.problem;
+    if (input.width() != problem.shape.width || input.height() != problem.shape.height ||
+        input.channels() != problem.shape.channels || input.layout() != Layout::aos) {
+        throw Error(fmt::format("host image {} for the problem {}", to_string(input.shape()), to_string(problem)),
+                    "an AoS image of the problem's width, height and channels");
+    }
+    const ImageShape out_shape = output_shape(problem);
+    const ImageShape out_aos{out_shape.width, out_shape.height, out_shape.channels, Layout::aos};
+    if (output.shape() != out_aos) output = ImageU8(out_aos);  // kept when it fits: it may be pinned already
+    const PinnedRegion pinned_input(input.data(), input.size_bytes(), pin_host);
+    const PinnedRegion pinned_output(output.data(), output.size_bytes(), pin_host);
+
+    const int r = res.radius;
+    const bool soa = problem.shape.layout == Layout::soa;
+    const std::size_t out_row_bytes = static_cast<std::size_t>(out_shape.width) * out_shape.channels;
+    try {
+        for (int i = 0; i < res.plan.strips; ++i) {
+            const auto s = static_cast<std::size_t>(i % res.plan.streams);
+            const cudaStream_t stream = res.streams[s]->get();
+            Slot& slot = res.slots[s];
+            const int y0 = i * res.plan.strip_rows;
+            const int rows = std::min(res.plan.strip_rows, problem.shape.height - y0);
+            const int n = rows + 2 * r;
+            upload_rows(input, problem.border, y0 - r, n, slot.input, stream);
+            const LaunchPlan& launch_plan = res.plans[s][rows == res.plan.strip_rows ? 0 : 1];
+            if (soa) {
+                convert_layout(strip_buffer(slot.input, n).view<const std::uint8_t>(), launch_plan.buffers.input.view<std::uint8_t>(),
+                               stream);
+            }
+            launch(launch_plan, stream);
+            if (soa) {
+                convert_layout(launch_plan.buffers.output.view<const std::uint8_t>(), strip_buffer(slot.output, n).view<std::uint8_t>(),
+                               stream);
+            }
+            // Output rows r .. r + rows - 1 of the strip are image rows y0 .. y0 + rows - 1.
+            const auto* strip_out = static_cast<const std::uint8_t*>(static_cast<void*>(slot.output.view().data));
+            KLAB_CUDA_CHECK(cudaMemcpy2DAsync(output.row(y0), output.pitch_bytes(),
+                                              strip_out + static_cast<std::size_t>(r) * slot.output.pitch_bytes(),
+                                              slot.output.pitch_bytes(), out_row_bytes, static_cast<std::size_t>(rows),
+                                              cudaMemcpyDeviceToHost, stream));
+        }
+        for (const auto& stream : res.streams) KLAB_CUDA_CHECK(cudaStreamSynchronize(stream->get()));
+    } catch (...) {
+        // Let queued copies finish before their buffers are freed and the host images unpinned.
+        for (const auto& stream : res.streams) (void)cudaStreamSynchronize(stream->get());
+        throw;
+    }
+    PipelineRun run;
+    run.strips = res.plan.strips;
+    run.strip_rows = res.plan.strip_rows;
+    run.streams = res.plan.streams;
+    run.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return run;
+}
+
+StripPipeline StripPipeline::one_shot(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
+    return StripPipeline(variant, problem, shape, PipelineOptions{}, true);
+}
+
+
+std::string PipelineRun::summary() const {
+    return fmt::format("{} strip{} of {} row{} on {} stream{}, {:.1f} ms", strips, strips == 1 ? "" : "s", strip_rows,
+                       strip_rows == 1 ? "" : "s", streams, streams == 1 ? "" : "s", milliseconds);
+}
+
+std::size_t device_memory_budget() {
+    if (const char* text = std::getenv(kBudgetVariable); text != nullptr && *text != '\0') return parse_bytes(text);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    KLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return free_bytes / 10 * 9;  // leave room for the CUDA context's own allocations
+}
+
+std::size_t one_shot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
+    if (problem.op == Operation::integral) {  // input, output of the integral's element type, scratch
+        const std::size_t element =
+            reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u64 ? 8 : 4;
+        const std::size_t row = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
+        return (padded_row_bytes(row) + padded_row_bytes(row * element)) * problem.shape.height +
+               variant.scratch_bytes(problem, shape);
+    }
+    return slot_bytes(variant, problem, shape, problem.shape.height);
+}
+
+Support strips_support(const Problem& problem) {
+    if (problem.op == Operation::integral) {
+        return Support::no("an integral image carries its sums from row to row, so it runs in one piece (no strips)");
+    }
+    return Support::yes();
+}
+
+PipelineRun run_pipelined(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& input,
+                          ImageU8& output, const PipelineOptions& options) {
+    if (const Support s = strips_support(problem); !s) throw Error(fmt::format("strips for {}: {}", to_string(problem), s.reason()));
+    const auto started = std::chrono::steady_clock::now();
+    StripPipeline pipeline(variant, problem, shape, options);
+    PipelineRun run = pipeline.run(input, output, options.pin_host);
+    run.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return run;
+}
+
+PipelineRun run_one_shot(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& input,
+                         ImageU8& output, bool pin_host) {
+    const auto started = std::chrono::steady_clock::now();
+    StripPipeline pipeline = StripPipeline::one_shot(variant, problem, shape);
+    PipelineRun run = pipeline.run(input, output, pin_host);
+    run.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return run;
+}
+
+}  // namespace klab
