@@ -108,6 +108,14 @@ __device__ __forceinline__ void load_window(ImageView<const std::uint8_t> in, in
     const int g = item % (kTileElements / kGroup);
     const int first = e0 + g * kGroup - kSideChunks * kGroup;  // the window's first element
     const int elements = in.shape.width * Stride;
+    // A group past the end of the row (in the last tile of a row whose length is no multiple of
+    // 256) is never stored: load nothing, rather than take the byte-by-byte path for its whole
+    // window, which made the edge tiles outlast all others (HD 3x3: 31 us, 19 us without).
+    if (e0 + g * kGroup >= elements) {
+#pragma unroll
+        for (int k = 0; k < 4 * kChunks; ++k) w[k] = 0;
+        return;
+    }
     const int sy = border_index(y0 - R + r, in.shape.height, border.mode);
     if (sy < 0) {  // a constant border's row outside the image
 #pragma unroll
