@@ -30,6 +30,7 @@
 #include "harness/error.hpp"
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
+#include "harness/strip_pipeline.hpp"
 #include "harness/synth.hpp"
 #include "harness/verify.hpp"
 #include "harness/version.hpp"
@@ -63,7 +64,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 std::string cpu_reference_method() {
     return fmt::format("sequential CPU reference (1 thread), timed on the problem itself up to {}x{} pixels, on {}x{} for "
-                       "larger problems and scaled by pixel count; median of up to 5 runs",
+                       "larger problems and scaled by pixel count (an integral image is timed on its u32 path there); median of up to 5 runs",
                        kCpuReferenceWidth, kCpuReferenceHeight, kCpuReferenceWidth, kCpuReferenceHeight);
 }
 
@@ -266,7 +267,13 @@ public:
         cache_ = autotune::TuningCache::load_directory(results_dir, warnings);
         for (const std::string& w : warnings) std::fprintf(stderr, "klab-bench: warning: %s\n", w.c_str());
     }
-    ~Session() { KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_)); }
+    ~Session() {
+        // What ran on the stream goes first, the stream last.
+        rows_.clear();
+        workspace_.reset();
+        flusher_.reset();
+        KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_));
+    }
 
     cudaStream_t stream() const { return stream_; }
     autotune::L2Flusher& flusher() { return *flusher_; }
@@ -280,7 +287,7 @@ public:
     }
 
     // A device-to-device copy of `bytes`, timed like the rows (L2 flushed, events): the floor
-    // any kernel moving 2 x `bytes` is measured against. Median of at least 50 samples.
+    // any kernel moving 2 x `bytes` is measured against. Mean of at least 50 samples.
     double copy_floor_us(std::size_t bytes) {
         auto it = copy_floors_.find(bytes);
         if (it == copy_floors_.end()) {
@@ -291,7 +298,10 @@ public:
             options.target_spread = 0.0;  // always the full sample count
             const autotune::Timing t =
                 autotune::measure([&pair](cudaStream_t s) { pair.enqueue(s); }, *flusher_, stream_, options);
-            it = copy_floors_.emplace(bytes, t.us.median).first;
+            // The mean, as Google Benchmark reports each repetition of the rows it is compared with.
+            double sum = 0;
+            for (double us : t.samples_us) sum += us;
+            it = copy_floors_.emplace(bytes, sum / static_cast<double>(t.samples_us.size())).first;
         }
         return it->second;
     }
@@ -411,13 +421,31 @@ void set_up_row(const BenchCase& c, RowState& row) {
             break;
         }
         case RowKind::cpu_sequential:
-        case RowKind::cpu_parallel: break;  // not GPU rows
+        case RowKind::cpu_parallel:
+        case RowKind::end_to_end: break;  // timed by their own functions
     }
     // The GPU's clocks ramp down while the CPU works: bring them up before the first sample.
     autotune::warm_up(row.work, s.stream(), 0.05);
 }
 
-void run_gpu_row(benchmark::State& state, const BenchCase& c) {
+// Set once a row leaves the CUDA context unusable (a kernel fault): every later GPU row fails at
+// once with this message instead of computing its reference for nothing.
+std::string& context_lost() {
+    static std::string message;
+    return message;
+}
+
+// After a failed row: a sticky error means nothing more can run on the device in this process.
+void note_if_context_lost(const std::string& row) {
+    (void)cudaGetLastError();  // clears an error that does not stick
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky != cudaSuccess && context_lost().empty()) {
+        context_lost() = fmt::format("the CUDA context was lost at {} ({}: {}); no later GPU row can run in this process", row,
+                                     cudaGetErrorName(sticky), cudaGetErrorString(sticky));
+    }
+}
+
+void time_gpu_row(benchmark::State& state, const BenchCase& c) {
     RowState* row = nullptr;
     try {
         Session& s = session();
@@ -425,13 +453,10 @@ void run_gpu_row(benchmark::State& state, const BenchCase& c) {
         const bool stale = row->generation != -1 && row->error.empty() && row->generation != s.workspace(c.problem).generation;
         if (row->generation == -1 || stale) set_up_row(c, *row);
     } catch (const Error& e) {
-        if (row != nullptr) {
-            row->generation = 0;
-            row->error = e.what();
-        } else {
-            fail_row(state, c.name(), e.what());
-            return;
-        }
+        note_if_context_lost(c.name());
+        if (row == nullptr) throw;
+        row->generation = 0;
+        row->error = e.what();
     }
     if (!row->error.empty()) {
         fail_row(state, c.name(), row->error);
@@ -464,6 +489,148 @@ void run_gpu_row(benchmark::State& state, const BenchCase& c) {
         state.counters["speedup_vs_cpu"] = row->cpu_us / mean_us;
     }
     state.SetLabel(row->label);
+}
+
+// A row that throws (a CUDA error while timing, an allocation) ends as an error row, never as a
+// crash that would leave a truncated JSON file.
+void run_gpu_row(benchmark::State& state, const BenchCase& c) {
+    if (!context_lost().empty()) {
+        fail_row(state, c.name(), context_lost());
+        return;
+    }
+    try {
+        time_gpu_row(state, c);
+    } catch (const std::exception& e) {
+        note_if_context_lost(c.name());
+        fail_row(state, c.name(), e.what());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// End-to-end rows: host image to host image through harness/strip_pipeline.hpp, timed by the
+// host's clock around the whole call (several streams run at once: no single pair of events
+// brackets it). "Pinned" rows register their host images once, outside the timing, as a batch
+// tool would; ".pageable" rows leave them pageable. The upload row is the floor: the image's
+// bytes host to device from pinned memory, nothing else.
+
+struct EndToEnd {
+    ImageU8 input;
+    ImageU8 output;
+    std::vector<void*> registered;  // host memory pinned for the row, unpinned with it
+    std::unique_ptr<StripPipeline> pipeline;
+    std::unique_ptr<DeviceImage<std::uint8_t>> device;  // e2e.upload's destination
+    bool pin = false;
+    std::string label;
+    std::string error;
+
+    EndToEnd() = default;
+    EndToEnd(const EndToEnd&) = delete;
+    EndToEnd& operator=(const EndToEnd&) = delete;
+    ~EndToEnd() {
+        for (void* p : registered) KLAB_CUDA_CHECK_NOTHROW(cudaHostUnregister(p));
+    }
+    void pin_host(ImageU8& image) {
+        KLAB_CUDA_CHECK(cudaHostRegister(image.data(), image.size_bytes(), cudaHostRegisterDefault));
+        registered.push_back(image.data());
+    }
+    // One run of the row; returns its wall time in microseconds.
+    double run() {
+        const auto start = Clock::now();
+        if (device) {
+            KLAB_CUDA_CHECK(cudaMemcpy2D(device->view().data, device->pitch_bytes(), input.data(), input.pitch_bytes(),
+                                         static_cast<std::size_t>(input.width()) * input.channels(), input.height(),
+                                         cudaMemcpyHostToDevice));
+        } else {
+            pipeline->run(input, output, pin);
+        }
+        return seconds_since(start) * 1e6;
+    }
+};
+
+std::map<std::string, std::unique_ptr<EndToEnd>>& end_to_end_rows() {
+    static std::map<std::string, std::unique_ptr<EndToEnd>> rows;
+    return rows;
+}
+
+// The variant the end-to-end rows filter with: the separable one where the mask allows (the
+// fastest at 8K in the study), else the halo-tiled one; its shape as the other rows find it.
+std::unique_ptr<EndToEnd> make_end_to_end(const BenchCase& c) {
+    auto row = std::make_unique<EndToEnd>();
+    row->input = synth::generate(synth::Pattern::natural, c.problem.shape.width, c.problem.shape.height, c.problem.shape.channels, 1);
+    row->output = ImageU8(output_shape(c.problem));
+    const bool pageable = c.row.find(".pageable") != std::string::npos;
+    row->pin = !pageable;
+    if (row->pin) {
+        row->pin_host(row->input);
+        row->pin_host(row->output);
+    }
+    if (c.row == "e2e.upload") {
+        row->device = std::make_unique<DeviceImage<std::uint8_t>>(c.problem.shape);
+        row->label = "cudaMemcpy2D host to device of the input, pinned";
+        return row;
+    }
+    const Variant* variant = Registry::instance().find("conv.separable_fused");
+    if (variant == nullptr || !variant->supports(c.problem)) variant = &Registry::instance().get("conv.halo_tiled");
+    BenchCase as_variant = c;
+    as_variant.kind = RowKind::variant;
+    as_variant.variant = variant;
+    const LaunchShape shape = session().shape_for(as_variant).first;
+    const bool pipelined = c.row.rfind("e2e.pipelined", 0) == 0;
+    row->pipeline = std::make_unique<StripPipeline>(pipelined ? StripPipeline(*variant, c.problem, shape, PipelineOptions{})
+                                                              : StripPipeline::one_shot(*variant, c.problem, shape));
+    // Verified once, like every GPU row: the strip path must equal the CPU reference.
+    row->pipeline->run(row->input, row->output, row->pin);
+    const ImageU8 expected = reference::convolve(row->input, *c.problem.mask, c.problem.border, 0);
+    const Verification v = verify_convolution(row->input, *c.problem.mask, c.problem.border, expected, row->output,
+                                              variant->coefficient_error(c.problem));
+    if (!v.ok()) throw Error(fmt::format("{} differs from the CPU reference: {}", c.name(), v.summary()), "a verified result");
+    row->label = fmt::format("{} {}, {} {}, {}", variant->name(), to_string(shape), pipelined ? "strip pipeline" : "one shot",
+                             fmt::format("{} strip(s)", row->pipeline->strips()), pageable ? "pageable host memory" : "pinned host memory");
+    return row;
+}
+
+void time_end_to_end_row(benchmark::State& state, const BenchCase& c) {
+    std::unique_ptr<EndToEnd>& row = end_to_end_rows()[c.name()];
+    if (!row) {
+        try {
+            row = make_end_to_end(c);
+        } catch (const Error& e) {
+            note_if_context_lost(c.name());
+            row = std::make_unique<EndToEnd>();
+            row->error = e.what();
+        }
+    }
+    if (!row->error.empty()) {
+        fail_row(state, c.name(), row->error);
+        return;
+    }
+    double total_us = 0;
+    for (auto _ : state) {
+        const double us = row->run();
+        state.SetIterationTime(us * 1e-6);
+        total_us += us;
+    }
+    const double mean_us = total_us / static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+    const double upload_bytes = static_cast<double>(row->input.width()) * row->input.height() * row->input.channels();
+    const double download_bytes = row->device ? 0.0 : static_cast<double>(row->output.width()) * row->output.height() * row->output.channels();
+    state.counters["bytes_read"] = upload_bytes;
+    state.counters["bytes_written"] = download_bytes;
+    state.counters["bytes_per_second"] = (upload_bytes + download_bytes) / (mean_us * 1e-6);
+    state.counters["pixels_per_second"] = static_cast<double>(c.problem.shape.pixels()) / (mean_us * 1e-6);
+    state.SetLabel(row->label);
+}
+
+void run_end_to_end_row(benchmark::State& state, const BenchCase& c) {
+    if (!context_lost().empty()) {
+        fail_row(state, c.name(), context_lost());
+        return;
+    }
+    try {
+        time_end_to_end_row(state, c);
+    } catch (const std::exception& e) {
+        note_if_context_lost(c.name());
+        fail_row(state, c.name(), e.what());
+    }
 }
 
 void run_cpu_row(benchmark::State& state, const BenchCase& c) {
@@ -519,8 +686,10 @@ void add_context(const std::optional<DeviceInfo>& device) {
 void register_cases(const std::vector<BenchCase>& cases, bool gpu) {
     for (const BenchCase& c : cases) {
         benchmark::internal::Benchmark* b =
-            gpu ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_gpu_row(state, c); })
-                : benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_cpu_row(state, c); });
+            c.kind == RowKind::end_to_end
+                ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_end_to_end_row(state, c); })
+            : gpu ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_gpu_row(state, c); })
+                  : benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_cpu_row(state, c); });
         b->Unit(gpu ? benchmark::kMicrosecond : benchmark::kMillisecond);
         if (gpu) {
             b->UseManualTime();
@@ -590,9 +759,23 @@ int bench_main(int argc, char** argv) {
         std::fprintf(stderr, "klab-bench: %s\n", e.what());
         return 2;
     }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    session_slot().reset();
+    std::size_t ran = 0;
+    {
+        // The rows' device memory goes before CUDA shuts down, whatever happens in the run.
+        struct ReleaseDeviceMemory {
+            ~ReleaseDeviceMemory() {
+                end_to_end_rows().clear();
+                session_slot().reset();
+            }
+        } release;
+        ran = benchmark::RunSpecifiedBenchmarks();
+        benchmark::Shutdown();
+    }
+    if (ran == 0) {
+        std::fprintf(stderr, "klab-bench: no benchmark ran (does --benchmark_filter match any name? --benchmark_list_tests "
+                             "lists them)\n");
+        return 2;
+    }
     if (!failed_rows().empty()) {
         std::fprintf(stderr, "klab-bench: %zu row(s) failed:\n", failed_rows().size());
         for (const auto& [name, message] : failed_rows()) std::fprintf(stderr, "  %s: %s\n", name.c_str(), message.c_str());

@@ -198,7 +198,14 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
     c.new_source = new_file.source;
     c.gpu_key = new_key;
     c.options = options;
-    for (const char* key : {"cuda_driver", "cuda_runtime"}) {
+    const bool new_has_times =
+        std::any_of(new_file.runs.begin(), new_file.runs.end(), [](const BenchRun& r) { return !r.samples_us.empty(); });
+    if (!new_has_times) {
+        throw Error(fmt::format("{} holds no benchmark with a time (empty, all failed, or aggregates only): nothing to compare",
+                                new_file.source),
+                    "a klab-bench file with per-repetition entries (not --benchmark_report_aggregates_only)");
+    }
+    for (const char* key : {"cuda_driver", "cuda_runtime", "klab_study"}) {
         const std::string old_value = context_or_absent(old_file, key);
         const std::string new_value = context_or_absent(new_file, key);
         if (old_value != new_value) {
@@ -228,7 +235,15 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
         row.note = "only in OLD";
         c.rows.push_back(std::move(row));
     }
+    for (CompareRow& row : c.rows) {
+        const bool failed_in_new = row.verdict == Verdict::error && row.note.find("in NEW") != std::string::npos;
+        row.fails_gate = row.verdict == Verdict::slower || row.verdict == Verdict::removed || failed_in_new;
+    }
     return c;
+}
+
+int Comparison::gate_failures() const {
+    return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.fails_gate; }));
 }
 
 std::string format_table(const Comparison& c) {
@@ -258,9 +273,10 @@ std::string verdict_line(const Comparison& c) {
         fmt::format("{} slower, {} faster, {} same, {} ambiguous, {} failed, {} added, {} removed", slower, c.count(Verdict::faster),
                     c.count(Verdict::same), c.count(Verdict::ambiguous), c.count(Verdict::error), c.count(Verdict::added),
                     c.count(Verdict::removed));
-    if (slower > 0) {
-        return fmt::format("REGRESSION: {} benchmark(s) slower beyond noise (alpha {:g}) and the {:g}% threshold ({})", slower,
-                           c.options.alpha, 100.0 * c.options.threshold, counts);
+    if (c.regressed()) {
+        return fmt::format("REGRESSION: {} benchmark(s) slower beyond noise (alpha {:g}) and the {:g}% threshold, gone from NEW "
+                           "or failed in NEW ({})",
+                           c.gate_failures(), c.options.alpha, 100.0 * c.options.threshold, counts);
     }
     return fmt::format("no regression ({})", counts);
 }

@@ -50,6 +50,8 @@ struct CompareRow {
     std::optional<double> change;   // new median / old median - 1
     std::optional<double> p_value;  // two-sided Mann-Whitney U
     std::string note;               // why, in words (errors, too few repetitions, within threshold)
+    // What fails the gate: slower beyond noise and threshold, gone from NEW, or failed in NEW.
+    bool fails_gate = false;
 };
 
 struct Comparison {
@@ -61,11 +63,13 @@ struct Comparison {
     std::vector<CompareRow> rows;       // NEW's order, then the removed ones in OLD's order
 
     int count(Verdict verdict) const;
-    bool regressed() const { return count(Verdict::slower) > 0; }
+    int gate_failures() const;
+    bool regressed() const { return gate_failures() > 0; }
 };
 
-// Throws klab::Error when the files' klab_gpu_key differ or either lacks it (naming both), or when
-// the options are out of range. Differing cuda_driver / cuda_runtime become warnings.
+// Throws klab::Error when the files' klab_gpu_key differ or either lacks it (naming both), when
+// NEW has no benchmark with a time (an empty or aggregates-only file), or when the options are out
+// of range. Differing cuda_driver / cuda_runtime / klab_study become warnings.
 Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const CompareOptions& options = {});
 
 // The two-sided p-value of the Mann-Whitney U test of samples `a` against `b`; 1 when either is

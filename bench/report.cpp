@@ -43,13 +43,18 @@ bool starts_with(const std::string& text, std::string_view prefix) { return text
 bool is_npp(const std::string& row) { return starts_with(row, "npp."); }
 bool is_cpu(const std::string& row) { return starts_with(row, "cpu."); }
 bool is_copy(const std::string& row) { return row == "baseline.copy"; }
-// A klab implementation: neither NPP, nor a baseline, nor the CPU reference.
-bool is_variant(const std::string& row) { return !is_npp(row) && !is_cpu(row) && !starts_with(row, "baseline."); }
+bool is_end_to_end(const std::string& row) { return starts_with(row, "e2e."); }
+// A klab implementation on device-resident data: neither NPP, nor a baseline, nor the CPU
+// reference, nor an end-to-end (host to host) row.
+bool is_variant(const std::string& row) {
+    return !is_npp(row) && !is_cpu(row) && !starts_with(row, "baseline.") && !is_end_to_end(row);
+}
 
 std::string role_of(const std::string& row) {
     if (is_npp(row)) return "npp";
     if (is_cpu(row)) return "cpu";
     if (is_copy(row)) return "copy";
+    if (is_end_to_end(row)) return "end_to_end";
     return is_variant(row) ? "variant" : "baseline";
 }
 
@@ -135,15 +140,15 @@ public:
         return nullptr;
     }
 
-    // The NPP row a klab variant's row is compared with: same size, format, filter and border;
-    // sobel ignores the format (NPP's sobel row is gray).
+    // The NPP row a klab variant's row is compared with: same size, format, filter and border
+    // (NPP's Sobel row is gray: klab's RGB Sobel rows have no pair).
     const Row* npp_for(const BenchName& n) const {
         const std::string family = npp_family(n.filter);
         if (!is_variant(n.row) || family.empty()) return nullptr;
         for (const Row& r : all) {
             const BenchName& m = *r.name;
             if (m.row == family && m.block.empty() && m.size == n.size && m.filter == n.filter &&
-                m.border == n.border && (n.filter == "sobel" || m.format == n.format)) {
+                m.border == n.border && m.format == n.format) {
                 return &r;
             }
         }
@@ -602,6 +607,27 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
     return out;
 }
 
+// Host image to host image (issue 7): each row against the upload alone, in the same file.
+std::string end_to_end_section(const Rows& rows) {
+    std::string out = "## 7. End to end: host to device to host\n\n";
+    std::vector<Row> list = rows.plain([](const BenchName& n) { return is_end_to_end(n.row); });
+    sort_by_size(list);
+    if (list.empty()) return out + skipped("end-to-end paths (e2e.*)");
+    out += "Host wall time of the whole path (upload, filter, download) per image; × upload = the row's median over the "
+           "median of `e2e.upload` of the same size (the image's bytes host to device from pinned memory, nothing else).\n\n";
+    Table t{{"size", "row", "median µs", "× upload", "GB/s (up + down)", "how"}, "llrrrl", {}};
+    for (const Row& r : list) {
+        const Row* upload = nullptr;
+        for (const Row& u : rows.all) {
+            if (u.name->row == "e2e.upload" && u.name->size == r.name->size) upload = &u;
+        }
+        const std::optional<double> bandwidth = counter(*r.run, "bytes_per_second");
+        t.rows.push_back({r.name->size, r.name->row, us_text(r.us), upload ? multiple_text(r.us / upload->us) : kNone,
+                          bandwidth ? fmt::format("{:.1f}", *bandwidth / 1e9) : kNone, r.run->label});
+    }
+    return out + render(t);
+}
+
 std::string failures_section(const Rows& rows) {
     std::string out;
     if (!rows.failed.empty()) {
@@ -772,7 +798,7 @@ std::string report_markdown(const BenchFile& file, const PlotOutcome& plots) {
     const Rows rows(file);
     return header_section(file, rows, plots) + headline_section(file, rows, plots) + resolution_section(file, rows, plots) +
            mask_section(file, rows, plots) + memory_section(rows) + layout_section(rows) + block_section(rows) +
-           others_section(file, rows) + failures_section(rows);
+           others_section(file, rows) + end_to_end_section(rows) + failures_section(rows);
 }
 
 ReportResult write_report(const ReportRequest& request) {

@@ -45,6 +45,15 @@ void add_row(std::vector<BenchCase>& cases, RowKind kind, const std::string& row
     cases.push_back({kind, row, size, problem, nullptr, std::nullopt});
 }
 
+// The end-to-end rows of one size: the upload alone (the floor of any host-to-host path), then the
+// synchronous one-shot path and the strip pipeline, each from pinned and from pageable memory.
+void add_end_to_end(std::vector<BenchCase>& cases, const std::string& size) {
+    const Problem p = gaussian(size, 5);
+    for (const char* row : {"e2e.upload", "e2e.one_shot", "e2e.one_shot.pageable", "e2e.pipelined", "e2e.pipelined.pageable"}) {
+        add_row(cases, RowKind::end_to_end, row, size, p);
+    }
+}
+
 }  // namespace
 
 Study parse_study(std::string_view text) {
@@ -88,8 +97,9 @@ std::string BenchCase::name() const {
     n.row = row;
     n.size = size;
     n.format = format_name(problem.shape);
-    n.filter = kind == RowKind::copy ? "copy" : filter_name(problem);
-    n.border = (kind == RowKind::copy || problem.op == Operation::integral) ? "none" : to_string(problem.border);
+    const bool copy = kind == RowKind::copy || row == "e2e.upload";  // rows that copy bytes, filtering nothing
+    n.filter = copy ? "copy" : filter_name(problem);
+    n.border = (copy || problem.op == Operation::integral) ? "none" : to_string(problem.border);
     if (forced_shape) n.block = fmt::format("{}x{}", forced_shape->block_x, forced_shape->block_y);
     return n.text();
 }
@@ -129,6 +139,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         const Problem integral = op_problem(Operation::integral, size, 1, Border{});
         add_variants(cases, size, integral);
         npp("npp.integral", size, integral);
+        add_end_to_end(cases, size);
         return cases;
     }
 
@@ -165,6 +176,8 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         add_variants(cases, size, integral);
         npp("npp.integral", size, integral);
     }
+    // 6b. End to end, host to device to host (seed 000; issue 7): 8K RGB Gaussian 5x5.
+    add_end_to_end(cases, "8K");
     // 5. Block shapes (seed 001, table 2): every 100%-occupancy shape of one variant.
     if (study == Study::full && block_study_shapes != nullptr) {
         const Variant& v = Registry::instance().get(kBlockStudyVariant);

@@ -24,6 +24,7 @@ enum class RowKind {
     npp,             // an NPP call family (npp_baselines.hpp)
     cpu_sequential,  // cpu.reference: the CPU reference on one thread (machines without a GPU)
     cpu_parallel,    // cpu.reference_mt: the CPU reference on every hardware thread
+    end_to_end,      // e2e.*: host image to host image (harness/strip_pipeline.hpp), wall-clock time
 };
 
 struct BenchCase {

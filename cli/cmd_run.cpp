@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "autotune/tuning_cache.hpp"
+#include "bench/bench_json.hpp"
 #include "bench/benchmarks.hpp"
 #include "bench/report.hpp"
 #include "bench/study.hpp"
@@ -58,6 +59,13 @@ void run_study(const RunOptions& o) {
     const DeviceQuery query = query_devices();
     const bool gpu = !query.devices.empty();
     fs::path out = o.out;
+    // results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
+    // (and the CI gate would see its rows as removed).
+    if (out.empty() && (study != bench::Study::full || !o.filter.empty())) {
+        throw Error(fmt::format("klab run {}without --out: results/<gpu>/bench.json holds the full study only",
+                                !o.filter.empty() ? "--filter " : fmt::format("--study {} ", o.study)),
+                    "--out DIR for a shorter or filtered run, e.g. --out build/klab-run");
+    }
     if (gpu) {
         refuse_debug_build();
         const DeviceInfo& d = query.devices.front();
@@ -71,10 +79,18 @@ void run_study(const RunOptions& o) {
     }
     std::fflush(stdout);
 
+    // A tuning job that fails leaves its rows on the default shape (their labels say so): the
+    // benchmarks still run, and the failure is reported at the end.
+    std::string tune_failure;
     if (gpu && o.tune) {
         fmt::print("\n== 1. Tuning the study's convolution classes that this GPU has no record of\n");
         std::fflush(stdout);
-        tune_missing_classes(bench::tuned_classes(study), o.results);
+        try {
+            tune_missing_classes(bench::tuned_classes(study), o.results);
+        } catch (const Error& e) {
+            tune_failure = e.what();
+            fmt::print("tuning failed; the benchmarks go on with the shapes that were found: {}\n", tune_failure);
+        }
     }
 
     fmt::print("\n== {}. Benchmarks (klab-bench, Google Benchmark)\n", gpu && o.tune ? 2 : 1);
@@ -90,11 +106,20 @@ void run_study(const RunOptions& o) {
                                      fmt::format("--benchmark_repetitions={}", o.repetitions)};
     if (!o.filter.empty()) args.push_back(fmt::format("--benchmark_filter={}", o.filter));
     const int status = run_bench(args);
-    if (status != 0) {
+    // A run that wrote nothing readable (no benchmark matched, a crash) must not replace bench.json.
+    bool readable = false;
+    try {
+        readable = !bench::load_bench_file(partial).runs.empty();
+    } catch (const Error&) {
+        readable = false;
+    }
+    if (status != 0 || !readable) {
         const fs::path failed = out / "bench.failed.json";
         fs::rename(partial, failed, ec);
-        throw Error(fmt::format("klab-bench failed (exit {}); its output is kept as {} for inspection, and {} is unchanged",
-                                status, failed.string(), json.string()),
+        const std::string kept = ec ? fmt::format("its output {} could not be kept ({})", partial.string(), ec.message())
+                                    : fmt::format("its output is kept as {} for inspection", failed.string());
+        throw Error(fmt::format("klab-bench failed (exit {}{}); {}, and {} is unchanged", status,
+                                readable ? "" : ", no benchmark in its output", kept, json.string()),
                     "every row verified and timed (see the rows listed above)");
     }
     fs::rename(partial, json, ec);
@@ -113,6 +138,9 @@ void run_study(const RunOptions& o) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print("\nklab run finished in {:.0f} s; results in {}\n", seconds, out.string());
+    if (!tune_failure.empty()) {
+        throw Error("klab run: the benchmarks ran, but tuning failed: " + tune_failure, "every tuning job finding a verified shape");
+    }
 }
 
 }  // namespace
@@ -129,7 +157,9 @@ void add_run_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--results", o->results, "Results directory: the tuning cache and the default output folder")
         ->capture_default_str();
-    cmd->add_option("--out", o->out, "Output folder for bench.json and the report (default: <results>/<gpu-slug>)");
+    cmd->add_option("--out", o->out,
+                    "Output folder for bench.json and the report (default: <results>/<gpu-slug>; required with --filter "
+                    "or a study other than full)");
     cmd->add_option("--filter", o->filter, "Only the benchmarks whose names match this regex (Google Benchmark's filter)");
     cmd->add_flag("!--no-tune", o->tune, "Do not tune missing classes first (their rows use the default shape)");
     cmd->add_flag("!--no-report", o->report, "Do not write report.md and the plots");

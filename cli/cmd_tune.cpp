@@ -196,6 +196,7 @@ void check_mask_sizes(const std::vector<int>& sizes) {
 void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const GpuIdentity& gpu) {
     std::vector<std::string> warnings;
     const TuningCache cache = TuningCache::load_directory(results, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
     const auto tuned = [&](const Job& job) {
         const Lookup found = lookup(cache, *job.variant, source_hash(*job.variant),
                                     representative_problem(job.problem_class, *job.variant), gpu);
@@ -220,7 +221,10 @@ void run_tune(const TuneCliOptions& o) {
     std::vector<std::string> skipped;
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
-    if (o.missing_only) drop_tuned_jobs(jobs, o.results, gpu);
+    if (o.missing_only) {
+        drop_tuned_jobs(jobs, o.results, gpu);
+        if (jobs.empty()) return;  // said so already
+    }
 
     if (o.dry_run) {
         fmt::print("search spaces on {} (minimum occupancy {}, from the CUDA occupancy API)\n", gpu.key(), percent_text(o.min_occupancy));

@@ -21,11 +21,14 @@ fi
 echo "gpu-bench: built in $(($(date +%s) - start)) s"
 ./build/release/klab run --results results "$@" >"$OUT/run.log" 2>&1
 status=$?
-# The folder this run wrote: the newest bench.json (or bench.failed.json) under results/.
-dir=$(dirname "$(ls -t results/*/bench.json results/*/bench.failed.json 2>/dev/null | head -n 1)")
-if [[ -d "$dir" && "$dir" != "." ]]; then
+# The folder this run wrote, as klab run names it in its last line; nothing is packed without it
+# (a run that failed early must not pass off the committed folder as its own).
+dir=$(sed -n 's/^klab run finished in .* s; results in //p' "$OUT/run.log" | tail -n 1)
+if [[ -n "$dir" && -d "$dir" ]]; then
   cp "$OUT/run.log" "$dir/run.log"
-  tar czf "$OUT/results.tar.gz" -C results "$(basename "$dir")"
+  tar czf "$OUT/results.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
+else
+  echo "gpu-bench: klab run named no results folder; nothing packed"
 fi
 grep -E "klab-bench: |FAILED|failed|error" "$OUT/run.log" | head -n 40
 tail -n 5 "$OUT/run.log"

@@ -2,7 +2,7 @@
 // rows per repetition plus the _mean/_median/_stddev/_cv aggregates): the verdicts (same, faster,
 // slower, ambiguous, added, removed, error), the exit codes (0, 1 for a regression, 2 for refused
 // input), the Mann-Whitney p-values against hand-enumerated ones, and the notes for too few
-// repetitions. Run through the CLI (the test binary does not link klab_bench); --json gives rows.
+// repetitions. Run through the CLI, as CI runs it; --json gives the rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -282,18 +282,29 @@ TEST_F(CompareCli, SlowerUnderTheThresholdIsNotAFailure) {
     EXPECT_DOUBLE_EQ(strict.value("threshold_percent", 0.0), 2.0);
 }
 
-TEST_F(CompareCli, AddedAndRemovedBenchmarksAreListedNotFailures) {
+TEST_F(CompareCli, AddedBenchmarksPassRemovedOnesFailTheGate) {
+    // A benchmark gone from NEW could hide a regression (a shorter run committed over the full
+    // one): it fails the gate unless the commit accepts it; an added one passes.
     const std::vector<Bench> old_benches = {{kHalo, tight(250.0), ""}, {kSobel, tight(900.0), ""}};
     const std::vector<Bench> new_benches = {{kHalo, tight(250.0), ""}, {kCopy, tight(120.0), ""}};
     int code = -1;
     const nlohmann::json doc = compare_json(bench_json(kH200, old_benches), bench_json(kH200, new_benches), code);
-    EXPECT_EQ(code, 0);
+    EXPECT_EQ(code, 1);
     EXPECT_EQ(verdict_of(doc, kHalo), "same");
     EXPECT_EQ(verdict_of(doc, kCopy), "added");
     EXPECT_EQ(verdict_of(doc, kSobel), "removed");
     const test::CommandResult table = compare_table(bench_json(kH200, old_benches), bench_json(kH200, new_benches));
-    EXPECT_EQ(table.exit_code, 0) << table.output;
+    EXPECT_EQ(table.exit_code, 1) << table.output;
     EXPECT_NE(table.output.find("1 added, 1 removed"), std::string::npos) << table.output;
+    // Only added: passes.
+    const nlohmann::json added = compare_json(bench_json(kH200, {{kHalo, tight(250.0), ""}}), bench_json(kH200, new_benches), code);
+    EXPECT_EQ(code, 0) << added.dump(2);
+}
+
+TEST_F(CompareCli, ANewFileWithoutTimesIsRefused) {
+    const test::CommandResult r = compare_table(bench_json(kH200, three_benches()), bench_json(kH200, {}));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("holds no benchmark with a time"), std::string::npos) << r.output;
 }
 
 TEST_F(CompareCli, TooFewRepetitionsCannotJudgeTheNoiseAndSaySo) {
@@ -324,12 +335,12 @@ TEST_F(CompareCli, TooFewRepetitionsCannotJudgeTheNoiseAndSaySo) {
     EXPECT_EQ(row_of(four, kHalo).value("note", "?"), "");
 }
 
-TEST_F(CompareCli, AFailedBenchmarkIsReportedNotARegression) {
+TEST_F(CompareCli, ABenchmarkFailedInNewFailsTheGateFailedInOldDoesNot) {
     std::vector<Bench> failed = three_benches();
     failed[1].error = "cudaErrorIllegalAddress: an illegal memory access was encountered";
     int code = -1;
     const nlohmann::json doc = compare_json(bench_json(kH200, three_benches()), bench_json(kH200, failed), code);
-    EXPECT_EQ(code, 0);
+    EXPECT_EQ(code, 1);
     EXPECT_EQ(verdict_of(doc, kSobel), "error");
     EXPECT_NE(row_of(doc, kSobel).value("note", "").find("failed in NEW: cudaErrorIllegalAddress"), std::string::npos)
         << doc.dump(2);

@@ -93,6 +93,7 @@ std::vector<Bench> gpu_rows(bool with_npp) {
         {"conv.global/HD/rgb.soa/gauss3/replicate", {15}, {}, "32x8 default"},
         {"conv.halo_tiled/HD/rgb.aos/gauss3/replicate", {10.5}, {}, "32x8 default"},
         {"sobel.fused/8K/rgb.aos/sobel/replicate", {50}, {}, "32x8 default"},
+        {"sobel.fused/8K/gray/sobel/replicate", {44}, {}, "32x8 default"},
         {"integral.scan/8K/gray/integral/none", {40}, {}, "256x1 default"},
     };
     if (with_npp) {
@@ -182,8 +183,9 @@ TEST_F(Report, TablesHoldTheRowsWithRatiosFromMedians) {
     const std::string others = section(md, "## 6.");
     // 731 / 120, 1557 / 120, 614 / 120.
     expect_has(others, "| 8K/rgb.aos/gauss9/replicate | conv.separable_fused | 120 | 3.00× | 33.3% | 6.09× | 13.0× | 5.12× | — |");
-    // Sobel pairs with NPP's gray row (the format is ignored): 110 / 50.
-    expect_has(others, "| 8K/rgb.aos/sobel/replicate | sobel.fused | 50.0 | — | — | 2.20× | — | 32x8 default |");
+    // Sobel pairs with NPP's gray row only when it is gray itself: 110 / 44; RGB has no pair.
+    expect_has(others, "| 8K/gray/sobel/replicate | sobel.fused | 44.0 | — | — | 2.50× | — | 32x8 default |");
+    expect_has(others, "| 8K/rgb.aos/sobel/replicate | sobel.fused | 50.0 | — | — | — | — | 32x8 default |");
     expect_has(others, "| 8K/gray/integral/none | integral.scan | 40.0 | — | — | 25.1× | — | 256x1 default |");
     expect_has(others, "_Skipped: this file has no rows for box9 at 8K._");
 
