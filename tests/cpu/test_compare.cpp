@@ -411,5 +411,54 @@ TEST_F(CompareCli, BadInputIsRefusedWithExitCodeTwo) {
     EXPECT_NE(alpha.output.find("--alpha"), std::string::npos) << alpha.output;
 }
 
+
+// scripts/ci-compare.sh in a throwaway git repository laid out like klab's: a changed
+// results/<gpu>/bench.json is compared with its previous version; a regression fails, the
+// "klab-compare: accept" trailer accepts it, a new file and an unchanged one pass.
+TEST_F(CompareCli, TheCiGateComparesTheCommitsBenchFiles) {
+    if (test::run_command("git --version").exit_code != 0) GTEST_SKIP() << "git is not installed";
+    const fs::path repo = dir_ / "repo";
+    fs::create_directories(repo / "scripts");
+    fs::create_directories(repo / "results" / "nvidia-h200");
+    fs::copy_file(fs::path(KLAB_SOURCE_DIR) / "scripts" / "ci-compare.sh", repo / "scripts" / "ci-compare.sh");
+    const std::string git = fmt::format("git -C {} -c user.name=klab -c user.email=klab@example.com", repo.string());
+    const auto commit = [&](const std::string& bench_text, const std::string& message) {
+        std::ofstream(repo / "results" / "nvidia-h200" / "bench.json") << bench_text;
+        ASSERT_EQ(test::run_command(git + " add -A").exit_code, 0);
+        const test::CommandResult r = test::run_command(fmt::format("{} commit -q -m '{}'", git, message));
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+    };
+    const auto gate = [&] {
+        return test::run_command(fmt::format("bash {} {}", (repo / "scripts" / "ci-compare.sh").string(), KLAB_CLI_PATH));
+    };
+    ASSERT_EQ(test::run_command(fmt::format("git init -q {}", repo.string())).exit_code, 0);
+
+    commit(bench_json(kH200, three_benches()), "first results");
+    test::CommandResult r = gate();
+    EXPECT_EQ(r.exit_code, 0) << r.output;  // the first commit: no base
+    EXPECT_NE(r.output.find("nothing compared"), std::string::npos) << r.output;
+
+    std::ofstream(repo / "README") << "docs\n";  // a commit that leaves bench.json alone
+    ASSERT_EQ(test::run_command(git + " add -A").exit_code, 0);
+    ASSERT_EQ(test::run_command(git + " commit -q -m docs").exit_code, 0);
+    r = gate();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("no results/*/bench.json changed"), std::string::npos) << r.output;
+
+    std::vector<Bench> slower = three_benches();
+    slower[0].samples = scaled(slower[0].samples, 1.10);
+    commit(bench_json(kH200, slower), "slower");
+    r = gate();
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("REGRESSION"), std::string::npos) << r.output;
+
+    commit(bench_json(kH200, three_benches()), "faster again");  // back to the first: passes
+    EXPECT_EQ(gate().exit_code, 0);
+    commit(bench_json(kH200, slower), "slower on purpose\n\nThe new kernel trades speed for exactness.\n\nklab-compare: accept");
+    r = gate();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("accepted"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace klab
