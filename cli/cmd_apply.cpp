@@ -1,12 +1,20 @@
-// klab apply: filter an image file. The CPU backend runs the reference; the GPU backend runs a
-// registered variant (harness/variant.hpp), chosen by name or the first that supports the problem.
+// klab apply: filter image files. The CPU backend runs the reference; the GPU backend runs a
+// registered variant (harness/variant.hpp), chosen by name or by `auto` (the fastest in the
+// tuning cache, else a default), through the strip pipeline (harness/strip_pipeline.hpp): in one
+// piece when the image fits the device-memory budget, else in strips. One file (IN OUT) or many
+// (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -14,26 +22,34 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include "autotune/problem_class.hpp"
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
+#include "cli/apply_batch.hpp"
 #include "cli/commands.hpp"
 #include "harness/border.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/device_info.hpp"
-#include "harness/device_run.hpp"
 #include "harness/error.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
+#include "harness/mask.hpp"
 #include "harness/numeric.hpp"
 #include "harness/parallel.hpp"
 #include "harness/problem.hpp"
 #include "harness/reference/reference.hpp"
+#include "harness/strip_pipeline.hpp"
 #include "harness/variant.hpp"
 #include "harness/verify.hpp"
 
 namespace klab::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxStrips = 65536;
+constexpr int kMaxStreams = 16;  // PipelineOptions::streams
 
 struct ApplyOptions {
     std::string backend = "cpu";
@@ -45,9 +61,36 @@ struct ApplyOptions {
     std::string block;    // empty: the tuning cache's shape, else the variant's default
     std::string results = "results";  // the tuning cache: <results>/<gpu-slug>/autotune.json
     bool verify = false;  // GPU only: compare with the CPU reference before writing
-    std::string input;
-    std::string output;
+    int strips = 0;       // GPU: --strips N forces the strip path with N strips
+    bool strips_given = false;
+    int streams = 3;      // GPU: CUDA streams of the strip path
+    bool streams_given = false;
+    bool sync = false;    // GPU: the synchronous one-shot path
+    std::vector<std::string> paths;  // IN OUT; with --out-dir, the inputs
+    std::string out_dir;
+    std::string list;     // --list FILE: more inputs, one per line
+    std::string format;   // --format: the batch outputs' extension; empty keeps the input's
 };
+
+// What every image of a run is filtered with, parsed once.
+struct Setup {
+    FilterSpec spec;
+    Border border;
+    Layout layout = Layout::aos;
+    int threads = 1;
+};
+
+// The output's channels for an input of `channels`: Sobel writes one gradient magnitude.
+int output_channels(const FilterSpec& spec, int channels) { return spec.operation == Operation::sobel ? 1 : channels; }
+
+// Progress lines and the GPU's choices: warnings to stderr, the rest to stdout.
+void print_note(const std::string& note) {
+    if (note.rfind("warning: ", 0) == 0) {
+        fmt::print(stderr, "klab apply: {}\n", note);
+    } else {
+        fmt::print("{}\n", note);
+    }
+}
 
 // The integral image as a picture: each channel scaled so that its largest sum becomes 255.
 ImageU8 integral_visualisation(const ImageU8& in, int threads) {
@@ -83,23 +126,36 @@ reference::Progress terminal_progress() {
     };
 }
 
-ImageU8 apply_on_cpu(const ImageU8& image, const FilterSpec& spec, Border border, int threads) {
-    switch (spec.operation) {
-        case Operation::convolve: return reference::convolve(image, *spec.mask, border, threads, terminal_progress());
-        case Operation::sobel: return reference::sobel(image, border, threads);
-        case Operation::integral: return integral_visualisation(image, threads);
-    }
-    throw Error("unknown operation");
-}
-
 // "box:5 (convolve 5x5)"
-std::string filter_text(const ApplyOptions& o, const FilterSpec& spec) {
-    return fmt::format("{} ({}{})", o.filter, to_string(spec.operation),
+std::string filter_text(const FilterSpec& spec) {
+    return fmt::format("{} ({}{})", spec.text, to_string(spec.operation),
                        spec.mask ? fmt::format(" {}x{}", spec.mask->width(), spec.mask->height()) : std::string());
 }
 
 // ---------------------------------------------------------------------------------------------
-// CPU backend
+// Option checks that need no file and no device, so that a typo costs nothing
+
+// IN OUT, or --out-dir DIR with inputs; the batch-only options need --out-dir.
+void check_mode_options(const ApplyOptions& o) {
+    if (!o.out_dir.empty()) {
+        if (o.paths.empty() && o.list.empty()) {
+            throw Error("--out-dir without inputs", "--out-dir DIR INPUT... (image files or directories) and/or --list FILE");
+        }
+        return;
+    }
+    if (!o.list.empty()) {
+        throw Error(fmt::format("--list {} without --out-dir: a batch writes into a directory", o.list), "--out-dir DIR --list FILE");
+    }
+    if (!o.format.empty()) {
+        throw Error(fmt::format("--format {} without --out-dir: with IN OUT, OUT's extension picks the format", o.format),
+                    "--format with --out-dir DIR");
+    }
+    if (o.paths.size() != 2) {
+        throw Error(fmt::format("klab apply takes IN OUT, got {} path{}{}", o.paths.size(), o.paths.size() == 1 ? "" : "s",
+                                o.paths.size() == 1 ? " (OUT is missing)" : ""),
+                    "IN OUT for one image, or --out-dir DIR INPUT... (image files or directories) for many");
+    }
+}
 
 // The GPU-only options make no sense for the reference; say so instead of ignoring them.
 void check_cpu_options(const ApplyOptions& o) {
@@ -114,43 +170,42 @@ void check_cpu_options(const ApplyOptions& o) {
     if (o.verify) {
         throw Error("--verify with --backend cpu: the CPU backend is the reference itself", "--verify with --backend gpu only");
     }
+    if (o.strips_given || o.streams_given || o.sync) {
+        throw Error(fmt::format("{} with --backend cpu: strips, streams and the synchronous path are the GPU pipeline's",
+                                o.strips_given ? "--strips" : o.streams_given ? "--streams" : "--sync"),
+                    "--strips, --streams and --sync with --backend gpu only");
+    }
 }
 
-void run_apply_cpu(const ApplyOptions& o, const FilterSpec& spec, Border border, Layout layout, int threads) {
-    check_cpu_options(o);
-    ImageU8 image = io::read_image(o.input);
-    const ImageShape input_shape = image.shape();
-    io::check_writable(o.output, spec.operation == Operation::sobel ? 1 : input_shape.channels);
-    if (layout != Layout::aos) image = reference::to_layout(image, layout);
-
-    const auto start = std::chrono::steady_clock::now();
-    ImageU8 result = apply_on_cpu(image, spec, border, threads);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-    if (result.layout() != Layout::aos) result = reference::to_layout(result, Layout::aos);
-    io::write_image(o.output, result);
-    fmt::print("{} -> {}: {} with border {} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms\n", o.input, o.output,
-               filter_text(o, spec), to_string(border), threads, threads == 1 ? "" : "s", input_shape.width,
-               input_shape.height, input_shape.channels, to_string(layout), seconds * 1e3);
+// --sync is the one-shot path on one stream: strips and streams contradict it.
+void check_pipeline_options(const ApplyOptions& o) {
+    if (o.sync && o.strips_given) {
+        throw Error(fmt::format("--sync with --strips {}: --sync filters the whole image in one piece, --strips cuts it into strips",
+                                o.strips),
+                    "one of them");
+    }
+    if (o.sync && o.streams_given) {
+        throw Error(fmt::format("--sync with --streams {}: the synchronous path runs on one stream", o.streams),
+                    "--streams without --sync (the strip path)");
+    }
 }
 
-// ---------------------------------------------------------------------------------------------
-// GPU backend: option checks first (no device needed, so they are testable anywhere)
+constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, mask:FILE, sobel";
 
-constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, mask:FILE";
-
-// The CLI runs convolutions on the GPU only (a device mask, verify_convolution); say which op lacks what.
+// The GPU runs what the strip pipeline runs (convolutions and Sobel); say which op lacks what.
 void require_gpu_operation(const FilterSpec& spec) {
     const Operation op = spec.operation;
-    const bool registered = !Registry::instance().for_op(op).empty();
-    if (op == Operation::convolve && registered) return;
-    const std::string problem =
-        registered ? fmt::format("--backend gpu --filter {}: klab apply does not run {} on the GPU yet", spec.text, to_string(op))
-                   : fmt::format("--backend gpu --filter {}: no GPU variant of {} is registered in this build", spec.text,
-                                 to_string(op));
-    if (op == Operation::convolve) throw Error(problem, "--backend cpu");
-    throw Error(problem, fmt::format("--backend cpu for {}, or --backend gpu with a convolution filter ({})", to_string(op),
-                                     kGpuFilters));
+    if (op == Operation::integral) {
+        throw Error(fmt::format("--backend gpu --filter {}: klab apply computes integral images on the CPU only (their sums "
+                                "carry across the whole image, so they cannot go through the strip pipeline)",
+                                spec.text),
+                    fmt::format("--backend cpu for integral, or --backend gpu with {}", kGpuFilters));
+    }
+    if (Registry::instance().for_op(op).empty()) {
+        throw Error(fmt::format("--backend gpu --filter {}: no GPU variant of {} is registered in this build", spec.text,
+                                to_string(op)),
+                    "--backend cpu");
+    }
 }
 
 // nullptr for "auto"; otherwise the named variant, which must compute the filter's op.
@@ -166,6 +221,36 @@ const Variant* requested_variant(const ApplyOptions& o, const FilterSpec& spec) 
     }
     return &variant;
 }
+
+// ---------------------------------------------------------------------------------------------
+// CPU backend
+
+ImageU8 apply_on_cpu(const ImageU8& image, const Setup& s, const reference::Progress& progress) {
+    switch (s.spec.operation) {
+        case Operation::convolve: return reference::convolve(image, *s.spec.mask, s.border, s.threads, progress);
+        case Operation::sobel: return reference::sobel(image, s.border, s.threads);
+        case Operation::integral: return integral_visualisation(image, s.threads);
+    }
+    throw Error("unknown operation");
+}
+
+FilteredImage filter_on_cpu(const Setup& s, ImageU8 image, const reference::Progress& progress) {
+    const ImageShape input_shape = image.shape();
+    if (s.layout != Layout::aos) image = reference::to_layout(image, s.layout);
+    const auto start = std::chrono::steady_clock::now();
+    ImageU8 result = apply_on_cpu(image, s, progress);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (result.layout() != Layout::aos) result = reference::to_layout(result, Layout::aos);
+    FilteredImage filtered;
+    filtered.image = std::move(result);
+    filtered.description = fmt::format("{} with border {} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms", filter_text(s.spec),
+                                       to_string(s.border), s.threads, s.threads == 1 ? "" : "s", input_shape.width,
+                                       input_shape.height, input_shape.channels, to_string(s.layout), seconds * 1e3);
+    return filtered;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU backend
 
 // The name of the CUDA device the run uses (the current one, 0), or an error without one.
 std::string require_device() {
@@ -192,106 +277,426 @@ LaunchShape launch_shape(const Variant& variant, const Problem& problem, const s
     return shape;
 }
 
-// "auto": the first registered variant (sorted by name) that supports the problem and the shape.
-const Variant& auto_variant(const Problem& problem, const std::optional<LaunchShape>& block) {
-    std::vector<std::string> refusals;
-    for (const Variant* v : Registry::instance().for_op(problem.op)) {
-        Support support = v->supports(problem);
-        if (support) support = v->check_shape(problem, launch_shape(*v, problem, block));
-        if (support) return *v;
-        refusals.push_back(fmt::format("{}: {}", v->name(), support.reason()));
-    }
-    throw Error(fmt::format("no registered variant runs {}{} ({})", to_string(problem),
-                            block ? " with block " + to_string(*block) : std::string(), fmt::join(refusals, "; ")),
-                "the problems and blocks `klab list` shows for each variant");
+// Whether `variant` runs `problem` with the shape it would get without the cache (--block or its default).
+Support runs(const Variant& variant, const Problem& problem, const std::optional<LaunchShape>& block) {
+    Support support = variant.supports(problem);
+    if (support) support = variant.check_shape(problem, launch_shape(variant, problem, block));
+    return support;
 }
 
-// ---------------------------------------------------------------------------------------------
-// GPU backend: the run
+// The problem on the GPU: the image's shape in the requested layout.
+Problem gpu_problem(const Setup& s, const ImageShape& image_shape) {
+    const ImageShape shape{image_shape.width, image_shape.height, image_shape.channels, s.layout};
+    Problem problem;
+    if (s.spec.operation == Operation::convolve) {
+        problem = convolve_problem(shape, *s.spec.mask, s.border);
+    } else {
+        problem.op = s.spec.operation;
+        problem.shape = shape;
+        problem.border = s.border;
+    }
+    validate(problem);
+    return problem;
+}
 
-struct TunedShape {
+std::string megabytes(std::size_t bytes) {
+    const double b = static_cast<double>(bytes);
+    return b < 1e6 ? fmt::format("{:.1f} kB", b / 1e3) : fmt::format("{:.1f} MB", b / 1e6);
+}
+
+struct GpuChoice {
+    const Variant* variant = nullptr;
     LaunchShape shape;
-    std::string explanation;  // where it came from, for the log
+    std::string shape_explanation;  // the "launch shape:" line
 };
 
-// The shape from the tuning cache (autotune/tuning_cache.hpp: exact class, nearest size, same
-// compute capability, else the default). A cached shape is re-verified on a small image first;
-// one that fails is reported and replaced by the variant's default.
-TunedShape tuned_shape(const ApplyOptions& o, const Variant& variant, const Problem& problem) {
-    std::vector<std::string> warnings;
-    const autotune::TuningCache cache = autotune::TuningCache::load_directory(o.results, warnings);
-    for (const std::string& w : warnings) fmt::print(stderr, "klab apply: warning: {}\n", w);
-    const autotune::Lookup found =
-        autotune::lookup(cache, variant, autotune::source_hash(variant), problem, autotune::current_gpu_identity());
-    if (found.level == autotune::LookupLevel::variant_default) return {found.shape, found.explanation};
-    std::string failure;
-    try {
-        const Verification check = autotune::verify_shape_once(variant, problem, found.shape);
-        if (check.ok()) return {found.shape, found.explanation + "; re-verified on a 509x287 image"};
-        failure = check.summary();
-    } catch (const Error& e) {
-        failure = e.what();  // e.g. a shape the device cannot run
+// A variant's cached time for the problem, as autotune::lookup() found it.
+struct CachedTime {
+    const Variant* variant = nullptr;
+    autotune::Lookup found;
+    double median_us = 0;
+};
+
+// Runs the filter on the GPU: the variant and shape (named, or auto), the pipeline path, the
+// optional verification. Loads the tuning cache once; one object serves every file of a batch.
+class GpuFilter {
+public:
+    GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block)
+        : o_(o), s_(s), requested_(requested), block_(std::move(block)), device_(require_device()),
+          gpu_(autotune::current_gpu_identity()) {
+        std::vector<std::string> warnings;
+        cache_ = autotune::TuningCache::load_directory(o.results, warnings);
+        for (const std::string& w : warnings) print_note("warning: " + w);
     }
-    fmt::print(stderr, "klab apply: warning: the cached block {} of {} fails verification ({}); using the default\n",
-               to_string(found.shape), variant.name(), failure);
-    const LaunchShape fallback = variant.default_shape(problem);
-    return {fallback, fmt::format("block {}, the variant's default (the cached {} failed verification)", to_string(fallback),
-                                  to_string(found.shape))};
+
+    // `notes`: the choices made, as they are made (so that they can be printed even when a later
+    // step fails). Throws klab::Error when the image cannot be filtered or fails --verify.
+    FilteredImage filter(const ImageU8& image, const std::string& output_name, const reference::Progress& progress,
+                         std::vector<std::string>& notes) const {
+        const Problem problem = gpu_problem(s_, image.shape());
+        const GpuChoice choice = requested_ != nullptr ? named_choice(problem, notes) : auto_choice(problem, notes);
+        notes.push_back("launch shape: " + choice.shape_explanation);
+        FilteredImage filtered;
+        const PipelineRun run = run_path(*choice.variant, problem, choice.shape, image, filtered.image, notes);
+        const ImageShape& in = image.shape();
+        filtered.description =
+            fmt::format("{} with border {} on gpu ({}), variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
+                        "transfers included)",
+                        filter_text(s_.spec), to_string(s_.border), device_, choice.variant->name(),
+                        requested_ != nullptr ? "" : " (auto)", to_string(choice.shape), in.width, in.height, in.channels,
+                        to_string(s_.layout), run.summary());
+        if (o_.verify) {
+            filtered.description += "\nverified against the CPU reference: " +
+                                    verify(*choice.variant, problem, image, filtered.image, output_name, progress);
+        }
+        return filtered;
+    }
+
+private:
+    // --variant NAME: that variant, if it runs the problem, with --block, the cached or the default shape.
+    GpuChoice named_choice(const Problem& problem, std::vector<std::string>& notes) const {
+        const Support support = requested_->supports(problem);
+        if (!support) {
+            throw Error(fmt::format("--variant {} does not run {}: {}", requested_->name(), to_string(problem), support.reason()),
+                        "--variant auto, or a variant `klab list` shows supporting the problem");
+        }
+        return with_shape(*requested_, problem, notes);
+    }
+
+    // The shape for a chosen variant: --block (checked), else the tuning cache's (re-verified) for
+    // a convolution, else the default.
+    GpuChoice with_shape(const Variant& variant, const Problem& problem, std::vector<std::string>& notes) const {
+        if (block_) {
+            const LaunchShape shape = launch_shape(variant, problem, block_);
+            const Support support = variant.check_shape(problem, shape);
+            if (!support) {
+                throw Error(fmt::format("{} does not run {} with block {}: {}", variant.name(), to_string(problem), o_.block,
+                                        support.reason()),
+                            "a block `klab list` shows for the variant, or no --block");
+            }
+            return {&variant, shape, fmt::format("block {} (--block)", o_.block)};
+        }
+        if (problem.op != Operation::convolve) {
+            const LaunchShape shape = variant.default_shape(problem);
+            return {&variant, shape, fmt::format("block {}, the variant's default (klab tune tunes convolutions only)", to_string(shape))};
+        }
+        const autotune::Lookup found = autotune::lookup(cache_, variant, autotune::source_hash(variant), problem, gpu_);
+        if (found.level == autotune::LookupLevel::variant_default) return {&variant, found.shape, found.explanation};
+        std::string failure;
+        if (reverified(variant, problem, found.shape, failure)) {
+            return {&variant, found.shape, found.explanation + "; re-verified on a 509x287 image"};
+        }
+        notes.push_back(fmt::format("warning: the cached block {} of {} fails verification ({}); using the default",
+                                    to_string(found.shape), variant.name(), failure));
+        const LaunchShape fallback = variant.default_shape(problem);
+        return {&variant, fallback,
+                fmt::format("block {}, the variant's default (the cached {} failed verification)", to_string(fallback),
+                            to_string(found.shape))};
+    }
+
+    // A cached shape passes verify_shape_once(); `failure` says why not.
+    static bool reverified(const Variant& variant, const Problem& problem, const LaunchShape& shape, std::string& failure) {
+        try {
+            const Verification check = autotune::verify_shape_once(variant, problem, shape);
+            if (check.ok()) return true;
+            failure = check.summary();
+        } catch (const Error& e) {
+            failure = e.what();  // e.g. a shape the device cannot run
+        }
+        return false;
+    }
+
+    // --variant auto: the fastest verified variant of the tuning cache for this problem, else a default.
+    GpuChoice auto_choice(const Problem& problem, std::vector<std::string>& notes) const {
+        if (block_) {
+            return default_choice(problem, fmt::format("--block {}: the tuning cache's times are for its own blocks", o_.block),
+                                  notes);
+        }
+        if (problem.op != Operation::convolve) {
+            return default_choice(problem, fmt::format("no tuning records for {} (klab tune tunes convolutions only)", to_string(problem.op)),
+                                  notes);
+        }
+        const autotune::ProblemClass wanted = autotune::problem_class(problem);
+        std::vector<CachedTime> times = comparable_times(problem, wanted);
+        if (times.empty()) {
+            return default_choice(problem,
+                                  fmt::format("no tuning records for this GPU/class ({} on {})", to_string(wanted), gpu_.name), notes);
+        }
+        const autotune::ProblemClass& compared = times.front().found.record->problem_class;
+        std::vector<std::string> failed;  // faster variants whose cached shape failed re-verification
+        for (std::size_t i = 0; i < times.size(); ++i) {
+            const CachedTime& t = times[i];
+            std::string failure;
+            if (!reverified(*t.variant, problem, t.found.shape, failure)) {
+                notes.push_back(fmt::format("warning: the cached block {} of {} fails verification ({}); not choosing it",
+                                            to_string(t.found.shape), t.variant->name(), failure));
+                failed.push_back(t.variant->name());
+                continue;
+            }
+            std::string why = fmt::format("auto: {}, fastest {}in the tuning cache for {}{} on {}: {:.1f} us",
+                                          t.variant->name(), failed.empty() ? "" : "verified ", to_string(compared),
+                                          compared == wanted ? "" : fmt::format(" (the nearest tuned size to {})", to_string(wanted)),
+                                          gpu_.name, t.median_us);
+            if (i + 1 < times.size()) {
+                why += fmt::format("; next {} {:.1f} us", times[i + 1].variant->name(), times[i + 1].median_us);
+            } else if (times.size() == 1) {
+                why += "; no other variant has a record of this class";
+            }
+            if (!failed.empty()) why += fmt::format("; skipped (cached shape failed verification): {}", fmt::join(failed, ", "));
+            const std::vector<std::string> stale = stale_variants(problem, compared);
+            if (!stale.empty()) {
+                why += fmt::format("; not compared (records of {} tuned with another source of the variant: klab tune again): {}",
+                                   to_string(compared), fmt::join(stale, ", "));
+            }
+            notes.push_back(why);
+            return {t.variant, t.found.shape, t.found.explanation + "; re-verified on a 509x287 image"};
+        }
+        return default_choice(problem, fmt::format("no cached shape of {} on {} passed re-verification", to_string(compared), gpu_.name),
+                              notes);
+    }
+
+    // The cached times of every variant that runs the problem, comparable with one another: this
+    // GPU's records (exact class, or the nearest size), all of one class — the exact one where any
+    // variant has it, else the nearest tuned size (the larger on a tie, as lookup() prefers) —
+    // fastest first. Records of another GPU of the same compute capability are not compared.
+    std::vector<CachedTime> comparable_times(const Problem& problem, const autotune::ProblemClass& wanted) const {
+        std::vector<CachedTime> times;
+        for (const Variant* v : Registry::instance().for_op(problem.op)) {
+            if (!v->supports(problem)) continue;
+            autotune::Lookup found = autotune::lookup(cache_, *v, autotune::source_hash(*v), problem, gpu_);
+            if (found.level != autotune::LookupLevel::exact && found.level != autotune::LookupLevel::nearest_size) continue;
+            double median = found.record->top.front().us.median;
+            for (const autotune::MeasuredCandidate& m : found.record->top) {
+                if (to_string(m.shape) == to_string(found.shape)) {
+                    median = m.us.median;
+                    break;
+                }
+            }
+            times.push_back({v, std::move(found), median});
+        }
+        if (times.empty()) return times;
+        const int wanted_rank = autotune::resolution_rank(wanted.resolution);
+        const auto distance = [&](const CachedTime& t) {
+            const int rank = autotune::resolution_rank(t.found.record->problem_class.resolution);
+            return std::make_pair(std::abs(rank - wanted_rank), -rank);
+        };
+        const auto nearest = std::min_element(times.begin(), times.end(),
+                                              [&](const CachedTime& a, const CachedTime& b) { return distance(a) < distance(b); });
+        const autotune::ProblemClass compared = nearest->found.record->problem_class;
+        times.erase(std::remove_if(times.begin(), times.end(),
+                                   [&](const CachedTime& t) { return !(t.found.record->problem_class == compared); }),
+                    times.end());
+        std::stable_sort(times.begin(), times.end(), [](const CachedTime& a, const CachedTime& b) { return a.median_us < b.median_us; });
+        return times;
+    }
+
+    // Variants that run the problem and have a record of the compared class on this GPU, but only
+    // ones tuned with another source of the variant (lookup() skips those): the log says why they
+    // are missing.
+    std::vector<std::string> stale_variants(const Problem& problem, const autotune::ProblemClass& compared) const {
+        std::vector<std::string> names;
+        const std::string key = gpu_.key();
+        for (const Variant* v : Registry::instance().for_op(problem.op)) {
+            if (!v->supports(problem)) continue;
+            bool current = false;
+            bool stale = false;
+            for (const autotune::TuningRecord& r : cache_.records()) {
+                if (r.variant != v->name() || r.gpu.key() != key || !(r.problem_class == compared)) continue;
+                if (r.source_hash == autotune::source_hash(*v)) {
+                    current = true;
+                } else {
+                    stale = true;
+                }
+            }
+            if (stale && !current) names.push_back(v->name());
+        }
+        return names;
+    }
+
+    // Without usable records: conv.separable_fused for a separable mask, else conv.halo_tiled
+    // (sobel.fused for Sobel: one pass, several times faster than sobel.3kernel in the H200 study),
+    // where registered and running the problem; else the first registered variant that does.
+    GpuChoice default_choice(const Problem& problem, const std::string& reason, std::vector<std::string>& notes) const {
+        std::vector<std::pair<std::string, std::string>> preferred;  // name, why
+        if (problem.op == Operation::convolve) {
+            if (separable_variant_factors(*problem.mask)) {
+                preferred = {{"conv.separable_fused", "the mask is separable"}, {"conv.halo_tiled", "the mask is separable"}};
+            } else {
+                preferred = {{"conv.halo_tiled", "the mask is not separable"}};
+            }
+        } else if (problem.op == Operation::sobel) {
+            preferred = {{"sobel.fused", "one pass over the image"}};
+        }
+        std::vector<std::string> refusals;
+        const auto choose = [&](const Variant& v, const std::string& why) {
+            notes.push_back(fmt::format("auto: {}: default choice {} ({}{})", reason, v.name(), why,
+                                        refusals.empty() ? "" : fmt::format("; {}", fmt::join(refusals, "; "))));
+            return with_shape(v, problem, notes);
+        };
+        for (const auto& [name, why] : preferred) {
+            const Variant* v = Registry::instance().find(name);
+            if (v == nullptr) {
+                refusals.push_back(name + " is not registered");
+                continue;
+            }
+            const Support support = runs(*v, problem, block_);
+            if (support) return choose(*v, why);
+            refusals.push_back(fmt::format("{}: {}", name, support.reason()));
+        }
+        for (const Variant* v : Registry::instance().for_op(problem.op)) {
+            if (runs(*v, problem, block_)) return choose(*v, "the first registered variant that runs the problem");
+            refusals.push_back(fmt::format("{}: {}", v->name(), runs(*v, problem, block_).reason()));
+        }
+        throw Error(fmt::format("no registered variant runs {}{} ({})", to_string(problem),
+                                block_ ? " with block " + to_string(*block_) : std::string(), fmt::join(refusals, "; ")),
+                    "the problems and blocks `klab list` shows for each variant");
+    }
+
+    // The path: --sync one shot; --strips N strips; else one shot when the image fits the
+    // device-memory budget, strips when it does not.
+    PipelineRun run_path(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& image,
+                         ImageU8& output, std::vector<std::string>& notes) const {
+        const std::size_t needed = one_shot_bytes(variant, problem, shape);
+        if (o_.sync) {
+            const std::size_t budget = device_memory_budget();
+            if (needed > budget) {
+                throw Error(fmt::format("--sync: the image needs {} of device memory, the budget is {}", megabytes(needed),
+                                        megabytes(budget)),
+                            "no --sync: the strip path holds only a few strips on the device");
+            }
+            notes.push_back(fmt::format("gpu path: one shot, synchronous (--sync; the image needs {} of device memory, the budget is {})",
+                                        megabytes(needed), megabytes(budget)));
+            return run_one_shot(variant, problem, shape, image, output);
+        }
+        PipelineOptions options;
+        options.streams = o_.streams;
+        if (o_.strips_given) {
+            require_strips(problem);
+            options.strips = o_.strips;
+            notes.push_back(fmt::format("gpu path: strips (--strips {}) on {} stream{}", o_.strips, o_.streams, o_.streams == 1 ? "" : "s"));
+            return run_pipelined(variant, problem, shape, image, output, options);
+        }
+        const std::size_t budget = device_memory_budget();
+        if (needed <= budget) {
+            notes.push_back(fmt::format("gpu path: one shot: the image needs {} of device memory, the budget is {}{}", megabytes(needed),
+                                        megabytes(budget), o_.streams_given ? " (--streams applies to strips only)" : ""));
+            return run_one_shot(variant, problem, shape, image, output);
+        }
+        require_strips(problem);
+        options.device_budget_bytes = budget;
+        notes.push_back(fmt::format("gpu path: the image needs {} of device memory, the budget is {}: strips on {} stream{}",
+                                    megabytes(needed), megabytes(budget), o_.streams, o_.streams == 1 ? "" : "s"));
+        return run_pipelined(variant, problem, shape, image, output, options);
+    }
+
+    static void require_strips(const Problem& problem) {
+        const Support support = strips_support(problem);
+        if (!support) {
+            throw Error(fmt::format("{} cannot go through strips: {}", to_string(problem), support.reason()),
+                        "a convolution or sobel, or an image that fits the device-memory budget");
+        }
+    }
+
+    // The CPU reference's verdict on `actual`; a failure throws, so nothing is written.
+    std::string verify(const Variant& variant, const Problem& problem, const ImageU8& image, const ImageU8& actual,
+                       const std::string& output_name, const reference::Progress& progress) const {
+        Verification verification;
+        std::string allowed;
+        if (problem.op == Operation::convolve) {
+            const ImageU8 expected = reference::convolve(image, *problem.mask, problem.border, s_.threads, progress);
+            verification = verify_convolution(image, *problem.mask, problem.border, expected, actual, variant.coefficient_error(problem));
+            allowed = "equal values, or 1 apart next to an fp32 rounding tie (harness/verify.hpp)";
+        } else {
+            verification = verify_exact(reference::sobel(image, problem.border, s_.threads), actual);
+            allowed = "equal values (Sobel is exact)";
+        }
+        if (!verification.ok()) {
+            throw Error(fmt::format("--verify: {} differs from the CPU reference: {}; {} was not written", variant.name(),
+                                    verification.summary(), output_name),
+                        allowed);
+        }
+        return verification.summary();
+    }
+
+    const ApplyOptions& o_;
+    const Setup& s_;
+    const Variant* requested_;
+    std::optional<LaunchShape> block_;
+    std::string device_;
+    autotune::GpuIdentity gpu_;
+    autotune::TuningCache cache_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One file, many files
+
+void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
+    const std::string& in = o.paths[0];
+    const std::string& out = o.paths[1];
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+        throw Error(fmt::format("IN '{}' is a directory", in), "an image file, or --out-dir DIR INPUT... for a directory's images");
+    }
+    if (!fs::exists(in, ec)) throw Error(fmt::format("IN '{}' does not exist", in), "an image file");
+    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is read
+
+    ImageU8 image = io::read_image(in);
+    io::check_writable(out, output_channels(s.spec, image.channels()));
+    FilteredImage filtered;
+    if (gpu) {
+        std::vector<std::string> notes;
+        try {
+            filtered = gpu->filter(image, out, terminal_progress(), notes);
+        } catch (...) {
+            for (const std::string& note : notes) print_note(note);
+            throw;
+        }
+        for (const std::string& note : notes) print_note(note);
+    } else {
+        filtered = filter_on_cpu(s, std::move(image), terminal_progress());
+    }
+    io::write_image(out, filtered.image);
+    fmt::print("{} -> {}: {}\n", in, out, filtered.description);
 }
 
-// The CPU reference's verdict on `actual`; a failure throws, so nothing is written.
-std::string verify_against_reference(const ApplyOptions& o, const Variant& variant, const Problem& problem,
-                                     const ImageU8& image, const ImageU8& actual, int threads) {
-    const ImageU8 expected = reference::convolve(image, *problem.mask, problem.border, threads, terminal_progress());
-    const Verification verification = verify_convolution(image, *problem.mask, problem.border, expected, actual);
-    if (!verification.ok()) {
-        throw Error(fmt::format("--verify: {} differs from the CPU reference: {}; {} was not written", variant.name(),
-                                verification.summary(), o.output),
-                    "equal values, or 1 apart next to an fp32 rounding tie (harness/verify.hpp)");
-    }
-    return verification.summary();
-}
-
-void run_apply_gpu(const ApplyOptions& o, const FilterSpec& spec, Border border, Layout layout, int threads) {
-    require_gpu_operation(spec);
-    const std::optional<LaunchShape> block =
-        o.block.empty() ? std::nullopt : std::optional<LaunchShape>(parse_block_shape(o.block));
-    const Variant* requested = requested_variant(o, spec);
-    const std::string device = require_device();
-
-    const ImageU8 image = io::read_image(o.input);
-    const ImageShape input_shape = image.shape();
-    io::check_writable(o.output, input_shape.channels);
-    const Problem problem =
-        convolve_problem({input_shape.width, input_shape.height, input_shape.channels, layout}, *spec.mask, border);
-    const Variant& variant = requested != nullptr ? *requested : auto_variant(problem, block);
-    const TunedShape tuned = block ? TunedShape{launch_shape(variant, problem, block), fmt::format("block {} (--block)", o.block)}
-                                   : tuned_shape(o, variant, problem);
-    const LaunchShape& shape = tuned.shape;
-    fmt::print("launch shape: {}\n", tuned.explanation);
-
-    const DeviceRun result = run_on_device(variant, problem, image, shape);
-    const std::string verdict = o.verify ? verify_against_reference(o, variant, problem, image, result.output, threads) : "";
-    io::write_image(o.output, result.output);
-    fmt::print("{} -> {}: {} with border {} on gpu ({}), variant {}{}, block {}, {}x{}x{} {}: {:.3f} ms GPU time "
-               "(CUDA events around one launch after a warm-up)\n",
-               o.input, o.output, filter_text(o, spec), to_string(border), device, variant.name(),
-               requested != nullptr ? "" : " (auto: the first registered variant that supports the problem)",
-               to_string(shape), input_shape.width, input_shape.height, input_shape.channels, to_string(layout),
-               result.launch_milliseconds);
-    if (o.verify) fmt::print("verified against the CPU reference: {}\n", verdict);
+void run_many(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
+    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is created
+    const std::vector<BatchFile> files = plan_batch(o.paths, o.list, o.out_dir, o.format);
+    std::vector<std::string> last_notes;  // the GPU's choices are printed again only when they change
+    run_batch(files, [&](ImageU8 image, const BatchFile& file) {
+        // The output is checked before the filtering (e.g. RGBA into a JPEG), as for one file.
+        io::check_writable(file.output, output_channels(s.spec, image.channels()));
+        if (!gpu) return filter_on_cpu(s, std::move(image), {});
+        std::vector<std::string> notes;
+        FilteredImage filtered = gpu->filter(image, file.output.string(), {}, notes);
+        if (notes != last_notes) {
+            filtered.notes = notes;
+            last_notes = std::move(notes);
+        }
+        return filtered;
+    });
 }
 
 void run_apply(const ApplyOptions& o) {
     // Check everything that can be checked before the filtering starts, so a typo costs nothing.
-    const FilterSpec spec = parse_filter_spec(o.filter);
-    const Border border = parse_border(o.border);
-    const Layout layout = parse_layout(o.layout);
-    const int threads = resolve_threads(o.threads);
+    check_mode_options(o);
+    Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads)};
+    std::function<std::unique_ptr<GpuFilter>()> make_gpu = [] { return std::unique_ptr<GpuFilter>(); };
+    std::optional<LaunchShape> block;
+    const Variant* requested = nullptr;
     if (o.backend == "gpu") {
-        run_apply_gpu(o, spec, border, layout, threads);
+        require_gpu_operation(s.spec);
+        block = o.block.empty() ? std::nullopt : std::optional<LaunchShape>(parse_block_shape(o.block));
+        requested = requested_variant(o, s.spec);
+        check_pipeline_options(o);
+        make_gpu = [&] { return std::make_unique<GpuFilter>(o, s, requested, block); };
     } else {
-        run_apply_cpu(o, spec, border, layout, threads);
+        check_cpu_options(o);
+    }
+    if (o.out_dir.empty()) {
+        run_single(o, s, make_gpu);
+    } else {
+        run_many(o, s, make_gpu);
     }
 }
 
@@ -299,12 +704,15 @@ void run_apply(const ApplyOptions& o) {
 
 void add_apply_command(CLI::App& app) {
     auto o = std::make_shared<ApplyOptions>();
-    CLI::App* cmd = app.add_subcommand("apply", "Filter an image file (PNG, JPEG, PGM/PPM)");
+    CLI::App* cmd = app.add_subcommand(
+        "apply", "Filter an image file (PNG, JPEG, PGM/PPM): klab apply [OPTIONS] IN OUT, or many: klab apply [OPTIONS] "
+                 "--out-dir DIR INPUT... (files or directories) [--list FILE]");
     cmd->add_option("--backend", o->backend, "Where to run: cpu (the reference) or gpu (a registered variant)")
         ->check(CLI::IsMember({"cpu", "gpu"}))
         ->capture_default_str();
     cmd->add_option("--variant", o->variant,
-                    "GPU variant name (`klab list`), or auto: the first registered one that supports the problem")
+                    "GPU variant name (`klab list`), or auto: the fastest verified one in the tuning cache for the problem, "
+                    "else a default (conv.separable_fused for a separable mask, conv.halo_tiled, sobel.fused)")
         ->capture_default_str();
     cmd->add_option("--block", o->block,
                     "GPU block shape XxY, e.g. 32x8 (default: the tuning cache's for this GPU, else the variant's default)");
@@ -312,6 +720,14 @@ void add_apply_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--verify", o->verify,
                   "GPU only: also run the CPU reference and compare; a difference is an error and nothing is written");
+    CLI::Option* strips = cmd->add_option("--strips", o->strips,
+                                          "GPU: cut the image into N horizontal strips on several streams (default: strips only "
+                                          "when the image does not fit the device-memory budget, KLAB_DEVICE_MEMORY_BUDGET)")
+                              ->check(CLI::Range(1, kMaxStrips));
+    CLI::Option* streams = cmd->add_option("--streams", o->streams, "GPU: CUDA streams of the strip path")
+                               ->check(CLI::Range(1, kMaxStreams))
+                               ->capture_default_str();
+    cmd->add_flag("--sync", o->sync, "GPU: the synchronous path (upload all, filter, download all); not with --strips");
     cmd->add_option("--layout", o->layout, "Pixel layout during filtering: aos (interleaved) or soa (planar)")
         ->check(CLI::IsMember({"aos", "soa"}))
         ->capture_default_str();
@@ -322,9 +738,19 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--threads", o->threads, "CPU threads: 0 = one per hardware thread, 1 = sequential")
         ->check(CLI::Range(0, kMaxThreads))
         ->capture_default_str();
-    cmd->add_option("IN", o->input, "Input image")->required()->check(CLI::ExistingFile);
-    cmd->add_option("OUT", o->output, "Output image; its extension picks the format")->required();
-    cmd->callback([o] { run_apply(*o); });
+    cmd->add_option("--out-dir", o->out_dir,
+                    "Batch: write DIR/<input file name> for every input (DIR is created when missing); the paths are then inputs");
+    cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)");
+    cmd->add_option("--format", o->format, "Batch: the outputs' format (default: each input's extension)")
+        ->check(CLI::IsMember({"png", "jpg", "pgm", "ppm"}));
+    cmd->add_option("PATHS", o->paths,
+                    "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
+                    "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");
+    cmd->callback([o, strips, streams] {
+        o->strips_given = strips->count() > 0;
+        o->streams_given = streams->count() > 0;
+        run_apply(*o);
+    });
 }
 
 }  // namespace klab::cli

@@ -1,0 +1,405 @@
+// klab apply over many files: the plan (inputs, outputs, checks before any work) and the run
+// (reader thread -> filtering on the calling thread -> writer thread). See apply_batch.hpp.
+#include "cli/apply_batch.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
+
+namespace klab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+std::string lower(std::string text) {
+    for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return text;
+}
+
+bool has_image_extension(const fs::path& path) {
+    const std::string extension = lower(path.extension().string());
+    return extension == ".png" || extension == ".jpg" || extension == ".jpeg" || extension == ".pgm" || extension == ".ppm";
+}
+
+// A directory's images, sorted, not recursive. Entries that are not directories count (a broken
+// link among them then fails on its own, as an unreadable file).
+std::vector<fs::path> directory_images(const fs::path& dir) {
+    std::vector<fs::path> found;
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code type_ec;
+        if (it->is_directory(type_ec)) continue;
+        if (has_image_extension(it->path())) found.push_back(it->path());
+    }
+    if (ec) throw Error(fmt::format("cannot list directory '{}': {}", dir.string(), ec.message()));
+    if (found.empty()) {
+        throw Error(fmt::format("directory '{}' holds no images (no {} files; subdirectories are not searched)", dir.string(),
+                                kBatchExtensions),
+                    "directories with image files, or image files");
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+// --list: one path per line; blank lines and '#' lines skipped (a '#' inside a path is kept: file
+// names may contain it). Relative paths are relative to the working directory, as on the command line.
+std::vector<std::string> read_list(const std::string& list_file) {
+    std::ifstream in(list_file);
+    if (!in) {
+        throw Error(fmt::format("cannot read --list '{}': {}", list_file, std::error_code(errno, std::generic_category()).message()),
+                    "a text file with one image path (or directory) per line, '#' comment lines");
+    }
+    std::vector<std::string> paths;
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto not_space = [](unsigned char ch) { return std::isspace(ch) == 0; };
+        line.erase(line.begin(), std::find_if(line.begin(), line.end(), not_space));
+        line.erase(std::find_if(line.rbegin(), line.rend(), not_space).base(), line.end());
+        if (line.empty() || line.front() == '#') continue;
+        paths.push_back(line);
+    }
+    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", list_file));
+    return paths;
+}
+
+// The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.
+fs::path identity(const fs::path& path) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    return ec ? fs::absolute(path, ec).lexically_normal() : canonical;
+}
+
+void prepare_out_dir(const fs::path& out_dir, const fs::path& first_output) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(out_dir, ec);
+    if (status.type() == fs::file_type::not_found) {
+        fs::create_directories(out_dir, ec);
+        if (ec) {
+            throw Error(fmt::format("cannot create --out-dir '{}': {}", out_dir.string(), ec.message()),
+                        "a directory that exists or can be created");
+        }
+    } else if (ec) {
+        throw Error(fmt::format("cannot access --out-dir '{}': {}", out_dir.string(), ec.message()), "a writable directory");
+    } else if (!fs::is_directory(status)) {
+        throw Error(fmt::format("--out-dir '{}' is not a directory", out_dir.string()),
+                    "a writable directory (created when missing)");
+    }
+    io::check_writable(first_output, 1);  // a writable directory; every format takes 1 channel
+}
+
+}  // namespace
+
+std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
+                                  const fs::path& out_dir, const std::string& format) {
+    std::vector<std::string> sources = inputs;
+    if (!list_file.empty()) {
+        const std::vector<std::string> listed = read_list(list_file);
+        sources.insert(sources.end(), listed.begin(), listed.end());
+    }
+    std::vector<fs::path> files;
+    for (const std::string& source : sources) {
+        std::error_code ec;
+        if (fs::is_directory(source, ec)) {
+            const std::vector<fs::path> found = directory_images(source);
+            files.insert(files.end(), found.begin(), found.end());
+        } else {
+            files.emplace_back(source);  // read (and fail, if it must) on its turn
+        }
+    }
+    if (files.empty()) {
+        throw Error(fmt::format("no input images{}", list_file.empty() ? "" : fmt::format(" (--list '{}' names none)", list_file)),
+                    "--out-dir DIR INPUT... (image files or directories) and/or --list FILE");
+    }
+
+    std::vector<BatchFile> plan;
+    std::map<fs::path, fs::path> input_of;  // output identity -> the input writing it
+    for (const fs::path& input : files) {
+        fs::path name = input.filename();
+        if (name.empty() || name == "." || name == "..") {
+            throw Error(fmt::format("input '{}' does not name a file", input.string()), "image files or directories");
+        }
+        if (!format.empty()) name.replace_extension("." + format);
+        const fs::path output = out_dir / name;
+        try {
+            (void)io::format_from_extension(output);
+        } catch (const Error&) {
+            throw Error(fmt::format("cannot write '{}' (the output of '{}'): '{}' is no image file extension", output.string(),
+                                    input.string(), name.extension().string()),
+                        "inputs named .png .jpg .jpeg .pgm .ppm .pnm, or --format png|jpg|pgm|ppm");
+        }
+        if (identity(output) == identity(input)) {
+            throw Error(fmt::format("the output of '{}' would replace the input itself", input.string()),
+                        "an --out-dir other than the input's directory, or --format with another extension");
+        }
+        const auto [at, inserted] = input_of.emplace(identity(output), input);
+        if (!inserted) {
+            throw Error(identity(at->second) == identity(input)
+                            ? fmt::format("'{}' is given twice{}", input.string(),
+                                          at->second == input ? "" : fmt::format(" (also as '{}')", at->second.string()))
+                            : fmt::format("two inputs would write the same output '{}': '{}' and '{}'", output.string(),
+                                          at->second.string(), input.string()),
+                        "inputs with distinct file names (run the others into another --out-dir)");
+        }
+        plan.push_back({input, output});
+    }
+    prepare_out_dir(out_dir, plan.front().output);
+    return plan;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+// A queue between two threads that blocks the producer when `capacity` items wait (so the reader
+// stays a bounded number of files ahead) and the consumer when none does. close(): no more pushes;
+// pop() returns what is left, then nothing.
+template <class T>
+class BoundedQueue {
+public:
+    explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {}
+
+    bool push(T item) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+        if (closed_) return false;
+        items_.push_back(std::move(item));
+        not_empty_.notify_one();
+        return true;
+    }
+    std::optional<T> pop() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        not_empty_.wait(lock, [&] { return closed_ || !items_.empty(); });
+        if (items_.empty()) return std::nullopt;
+        std::optional<T> item(std::move(items_.front()));
+        items_.pop_front();
+        not_full_.notify_one();
+        return item;
+    }
+    void close() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        closed_ = true;
+        not_full_.notify_all();
+        not_empty_.notify_all();
+    }
+
+private:
+    std::size_t capacity_;
+    std::deque<T> items_;
+    bool closed_ = false;
+    std::mutex mutex_;
+    std::condition_variable not_full_;
+    std::condition_variable not_empty_;
+};
+
+// The one-line progress bar on stderr (a terminal only) and the log lines printed above it. Both
+// threads that print go through here, so a line never lands in the middle of the bar.
+class BatchProgress {
+public:
+    explicit BatchProgress(std::size_t total)
+        : total_(total), terminal_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {
+        // The elapsed time moves while a long file is filtered.
+        if (!terminal_) return;
+        ticker_ = std::thread([this] {
+            std::unique_lock<std::mutex> lock(mutex_);
+            while (!closed_) {
+                draw();
+                tick_.wait_for(lock, std::chrono::milliseconds(500));
+            }
+        });
+    }
+    ~BatchProgress() { close(); }
+    BatchProgress(const BatchProgress&) = delete;
+    BatchProgress& operator=(const BatchProgress&) = delete;
+
+    void start_file(const fs::path& input) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        current_ = input.filename().string();
+        draw();
+    }
+    void finish_file() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        ++done_;
+        draw();
+    }
+    void print(std::FILE* stream, const std::string& line) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        clear();
+        fmt::print(stream, "{}\n", line);
+        std::fflush(stream);
+        draw();
+    }
+    void close() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            clear();
+            closed_ = true;
+            tick_.notify_all();
+        }
+        if (ticker_.joinable()) ticker_.join();
+    }
+
+private:
+    void clear() {
+        if (!drawn_) return;
+        fmt::print(stderr, "\r\033[K");
+        std::fflush(stderr);
+        drawn_ = false;
+    }
+    void draw() {
+        if (!terminal_ || closed_) return;
+        constexpr std::size_t kBarWidth = 20;
+        const std::size_t filled = total_ == 0 ? kBarWidth : kBarWidth * done_ / total_;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        std::string text = fmt::format("[{}{}] {}/{} files, {:.1f} s{}{}", std::string(filled, '#'),
+                                       std::string(kBarWidth - filled, '.'), done_, total_, seconds,
+                                       done_ < total_ ? ", " : "", done_ < total_ ? current_ : "");
+        winsize size{};
+        const std::size_t columns = ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col : 80;
+        if (text.size() >= columns) text.resize(columns - 1);  // one line: a wrapped bar cannot be redrawn
+        fmt::print(stderr, "\r\033[K{}", text);
+        std::fflush(stderr);
+        drawn_ = true;
+    }
+
+    std::mutex mutex_;
+    std::size_t total_;
+    std::size_t done_ = 0;
+    std::string current_;
+    bool terminal_;
+    bool drawn_ = false;
+    bool closed_ = false;
+    std::chrono::steady_clock::time_point start_;
+    std::condition_variable tick_;
+    std::thread ticker_;  // last: started once the rest is initialised
+};
+
+struct DecodedFile {
+    std::size_t index = 0;
+    ImageU8 image;
+    std::string error;  // empty: decoded
+};
+
+struct FinishedFile {
+    std::size_t index = 0;
+    FilteredImage filtered;
+    std::string error;  // empty: filtered, to be written
+};
+
+// Lines starting with "warning: " go to stderr, the others to stdout.
+std::FILE* stream_for(const std::string& note) { return note.rfind("warning: ", 0) == 0 ? stderr : stdout; }
+
+}  // namespace
+
+void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
+    BatchProgress progress(files.size());
+    BoundedQueue<DecodedFile> decoded(2);  // the reader stays at most two files ahead
+    BoundedQueue<FinishedFile> finished(2);
+    std::vector<std::string> failed;  // the writer's alone until it is joined
+    std::size_t written = 0;
+
+    // However this function is left, the threads are stopped and joined (a joinable std::thread
+    // destroyed would terminate the program).
+    std::thread reader;
+    std::thread writer;
+    struct Joiner {
+        BoundedQueue<DecodedFile>& decoded;
+        BoundedQueue<FinishedFile>& finished;
+        std::thread& reader;
+        std::thread& writer;
+        ~Joiner() {
+            decoded.close();
+            finished.close();
+            if (reader.joinable()) reader.join();
+            if (writer.joinable()) writer.join();
+        }
+    } joiner{decoded, finished, reader, writer};
+
+    reader = std::thread([&] {
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            DecodedFile item;
+            item.index = i;
+            try {
+                item.image = io::read_image(files[i].input);
+            } catch (const std::exception& e) {
+                item.error = e.what();
+            }
+            if (!decoded.push(std::move(item))) return;
+        }
+        decoded.close();
+    });
+    writer = std::thread([&] {
+        while (std::optional<FinishedFile> item = finished.pop()) {
+            const BatchFile& file = files[item->index];
+            for (const std::string& note : item->filtered.notes) progress.print(stream_for(note), note);
+            if (item->error.empty()) {
+                try {
+                    io::write_image(file.output, item->filtered.image);  // atomic: a failure leaves nothing
+                    ++written;
+                    progress.print(stdout, fmt::format("{} -> {}: {}", file.input.string(), file.output.string(),
+                                                       item->filtered.description));
+                } catch (const std::exception& e) {
+                    item->error = e.what();
+                }
+            }
+            if (!item->error.empty()) {
+                failed.push_back(file.input.string());
+                progress.print(stderr, fmt::format("klab apply: {} failed, nothing written to {}: {}", file.input.string(),
+                                                   file.output.string(), item->error));
+            }
+            progress.finish_file();
+        }
+    });
+
+    while (std::optional<DecodedFile> item = decoded.pop()) {
+        progress.start_file(files[item->index].input);
+        FinishedFile result;
+        result.index = item->index;
+        result.error = std::move(item->error);
+        if (result.error.empty()) {
+            try {
+                result.filtered = filter(std::move(item->image), files[item->index]);
+            } catch (const std::exception& e) {
+                result.error = e.what();
+            }
+        }
+        if (!finished.push(std::move(result))) break;
+    }
+    finished.close();
+    writer.join();
+    reader.join();
+    progress.close();
+
+    if (failed.empty()) {
+        fmt::print("{} of {} written\n", written, files.size());
+        return;
+    }
+    throw Error(fmt::format("{} of {} written; failed: {}", written, files.size(), fmt::join(failed, ", ")));
+}
+
+}  // namespace klab::cli

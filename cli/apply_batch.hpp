@@ -1,0 +1,49 @@
+#pragma once
+// klab apply over many files (`--out-dir DIR INPUT...`, `--list FILE`): which files, where their
+// outputs go, and the run that overlaps file I/O with the filtering: a reader thread decodes up to
+// two files ahead, the calling thread filters, a writer thread encodes and writes (atomically) the
+// finished ones and prints a line per file. A file that fails is reported and skipped; the others
+// are still processed.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/image.hpp"
+
+namespace klab::cli {
+
+struct BatchFile {
+    std::filesystem::path input;
+    std::filesystem::path output;  // <out-dir>/<input's file name>, its extension replaced by --format
+};
+
+// The image extensions a directory input contributes (any case).
+inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
+
+// Everything that can be checked before any work, in this order: the inputs (a directory gives its
+// images, sorted by name, not recursively; a directory without any is an error; a path that is not
+// a directory is taken as a file, and one that cannot be read fails on its own later), then `list_file`
+// (one path per line; blank lines and lines starting with '#' are skipped), the outputs (`format`
+// "" keeps each input's extension; two inputs writing one output, or an output that is its own
+// input, are refused), and `out_dir` (created when missing; it must be a writable directory).
+// Throws klab::Error naming the path and what is allowed.
+std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
+                                  const std::filesystem::path& out_dir, const std::string& format);
+
+struct FilteredImage {
+    ImageU8 image;                   // what to write, AoS
+    std::string description;         // the file's log line after "IN -> OUT: "
+    // Lines to print before it (e.g. the GPU's choices); those starting with "warning: " go to stderr.
+    std::vector<std::string> notes;
+};
+
+// Filters one decoded image on the calling thread; throws for a failure of this file only.
+using BatchFilter = std::function<FilteredImage(ImageU8 image, const BatchFile& file)>;
+
+// Runs `filter` over `files` as described at the top. On a terminal (stderr) a one-line progress
+// bar shows files done/total, the current file and the elapsed time. Ends with "N of M written":
+// printed when all were written, else thrown as klab::Error with the failed inputs.
+void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter);
+
+}  // namespace klab::cli
