@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "autotune/statistics.hpp"
@@ -91,8 +92,13 @@ const BenchRun* BenchFile::find(std::string_view name) const {
 }
 
 BenchFile parse_bench_json(const std::string& text, const std::string& source) {
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) throw Error(source + " is not JSON", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+    nlohmann::json doc;
+    try {
+        doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        // e.g. a NaN counter, which Google Benchmark writes as the bare word NaN.
+        throw Error(fmt::format("{} is not JSON ({})", source, e.what()), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+    }
     if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
         throw Error(source + " has no \"benchmarks\" array", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -345,6 +346,12 @@ private:
     std::map<std::string, RowState> rows_;
 };
 
+// Sets a counter only when it is finite: Google Benchmark writes NaN and infinity as bare words,
+// which no JSON reader accepts (a zero time would make every rate infinite).
+void set_counter(benchmark::State& state, const char* name, double value) {
+    if (std::isfinite(value)) state.counters[name] = value;
+}
+
 // Rows that ended in an error (a failed verification, a refused problem, a CUDA error), for the
 // exit code: Google Benchmark itself exits 0 after error rows.
 std::map<std::string, std::string>& failed_rows() {
@@ -473,20 +480,20 @@ void time_gpu_row(benchmark::State& state, const BenchCase& c) {
     }
     const double mean_us = total_us / static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
     const double floor_us = s.copy_floor_us(static_cast<std::size_t>(row->traffic.total() / 2));
-    state.counters["bytes_read"] = row->traffic.bytes_read;
-    state.counters["bytes_written"] = row->traffic.bytes_written;
-    state.counters["bytes_per_second"] = row->traffic.total() / (mean_us * 1e-6);
-    state.counters["pixels_per_second"] = row->pixels / (mean_us * 1e-6);
-    state.counters["copy_floor_us"] = floor_us;
-    state.counters["pct_copy_floor"] = 100.0 * floor_us / mean_us;
+    set_counter(state, "bytes_read", row->traffic.bytes_read);
+    set_counter(state, "bytes_written", row->traffic.bytes_written);
+    set_counter(state, "bytes_per_second", row->traffic.total() / (mean_us * 1e-6));
+    set_counter(state, "pixels_per_second", row->pixels / (mean_us * 1e-6));
+    set_counter(state, "copy_floor_us", floor_us);
+    set_counter(state, "pct_copy_floor", 100.0 * floor_us / mean_us);
     if (row->shape) {
-        state.counters["block_x"] = row->shape->block_x;
-        state.counters["block_y"] = row->shape->block_y;
-        state.counters["occupancy_pct"] = row->occupancy_pct;
+        set_counter(state, "block_x", row->shape->block_x);
+        set_counter(state, "block_y", row->shape->block_y);
+        set_counter(state, "occupancy_pct", row->occupancy_pct);
     }
     if (row->cpu_us > 0) {
-        state.counters["cpu_reference_us"] = row->cpu_us;
-        state.counters["speedup_vs_cpu"] = row->cpu_us / mean_us;
+        set_counter(state, "cpu_reference_us", row->cpu_us);
+        set_counter(state, "speedup_vs_cpu", row->cpu_us / mean_us);
     }
     state.SetLabel(row->label);
 }
@@ -613,10 +620,10 @@ void time_end_to_end_row(benchmark::State& state, const BenchCase& c) {
     const double mean_us = total_us / static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
     const double upload_bytes = static_cast<double>(row->input.width()) * row->input.height() * row->input.channels();
     const double download_bytes = row->device ? 0.0 : static_cast<double>(row->output.width()) * row->output.height() * row->output.channels();
-    state.counters["bytes_read"] = upload_bytes;
-    state.counters["bytes_written"] = download_bytes;
-    state.counters["bytes_per_second"] = (upload_bytes + download_bytes) / (mean_us * 1e-6);
-    state.counters["pixels_per_second"] = static_cast<double>(c.problem.shape.pixels()) / (mean_us * 1e-6);
+    set_counter(state, "bytes_read", upload_bytes);
+    set_counter(state, "bytes_written", download_bytes);
+    set_counter(state, "bytes_per_second", (upload_bytes + download_bytes) / (mean_us * 1e-6));
+    set_counter(state, "pixels_per_second", static_cast<double>(c.problem.shape.pixels()) / (mean_us * 1e-6));
     state.SetLabel(row->label);
 }
 
@@ -641,10 +648,11 @@ void run_cpu_row(benchmark::State& state, const BenchCase& c) {
     }
     const int threads = c.kind == RowKind::cpu_sequential ? 1 : resolve_threads(0);
     for (auto _ : state) run_reference(c.problem, input, threads);
-    state.counters["bytes_read"] = minimum_traffic(c.problem).bytes_read;
-    state.counters["bytes_written"] = minimum_traffic(c.problem).bytes_written;
-    state.counters["pixels_per_second"] = benchmark::Counter(static_cast<double>(c.problem.shape.pixels()) * state.iterations(),
-                                                             benchmark::Counter::kIsRate);
+    set_counter(state, "bytes_read", minimum_traffic(c.problem).bytes_read);
+    set_counter(state, "bytes_written", minimum_traffic(c.problem).bytes_written);
+    state.counters["pixels_per_second"] =
+        benchmark::Counter(static_cast<double>(c.problem.shape.pixels()) * static_cast<double>(state.iterations()),
+                           benchmark::Counter::kIsRate);
     state.SetLabel(fmt::format("reference::{} on {} thread(s)", to_string(c.problem.op), threads));
 }
 

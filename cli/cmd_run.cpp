@@ -108,10 +108,11 @@ void run_study(const RunOptions& o) {
     const int status = run_bench(args);
     // A run that wrote nothing readable (no benchmark matched, a crash) must not replace bench.json.
     bool readable = false;
+    std::string unreadable_because = "no benchmark in its output";
     try {
         readable = !bench::load_bench_file(partial).runs.empty();
-    } catch (const Error&) {
-        readable = false;
+    } catch (const Error& e) {
+        unreadable_because = e.what();
     }
     if (status != 0 || !readable) {
         const fs::path failed = out / "bench.failed.json";
@@ -119,7 +120,7 @@ void run_study(const RunOptions& o) {
         const std::string kept = ec ? fmt::format("its output {} could not be kept ({})", partial.string(), ec.message())
                                     : fmt::format("its output is kept as {} for inspection", failed.string());
         throw Error(fmt::format("klab-bench failed (exit {}{}); {}, and {} is unchanged", status,
-                                readable ? "" : ", no benchmark in its output", kept, json.string()),
+                                readable ? "" : ", " + unreadable_because, kept, json.string()),
                     "every row verified and timed (see the rows listed above)");
     }
     fs::rename(partial, json, ec);
