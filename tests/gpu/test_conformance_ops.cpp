@@ -10,7 +10,11 @@
 // switch: all-255 images of 4104x4104 (255*W*H just below 2^32: u32, the largest sums u32 holds)
 // and 4105x4104 (just above: u64), run on the device and compared exactly.
 // Variants with scratch memory also run two plans at once on two streams (PlansOnTwoStreams).
-// Large images (8K) are checked once per variant in OpsLargeImages (not on the reduced table).
+// OpConformanceTables.EveryVariantSupportsEveryCaseOfItsOp (CPU only) holds every sobel and integral
+// variant to every case of its op's table, so that a supports() refusing problems cannot shrink the
+// suite silently. Large images are checked in OpsLargeImages (not on the reduced table): each
+// variant once on 8K, integral.scan past u32 on 3 channels AoS and SoA, and conv.box_integral where
+// its u32 summed-area table wraps.
 // sobel.fused's square-root rounding is checked for every possible sum in test_conformance_ops_sqrt.cu.
 //
 // KLAB_CONFORMANCE_TABLE=reduced selects small tables for compute-sanitizer runs.
@@ -81,7 +85,10 @@ std::vector<Border> all_borders() {
             Border{BorderMode::mirror, 0},   Border{BorderMode::reflect, 0},   Border{BorderMode::wrap, 0}};
 }
 
-enum class Fill { random, white };
+// white: every byte 255, the largest sums. near_white: 255 but for sparse dimples of 254 - c at
+// positions that differ per channel c, so that every channel's sums stay close to the largest while
+// the channels differ from one another (on a white image a channel mixed up with another is invisible).
+enum class Fill { random, white, near_white };
 
 struct OpCase {
     Problem problem;
@@ -162,7 +169,22 @@ ImageU8 input_of(const OpCase& c) {
     if (c.fill == Fill::random) return test::random_image(c.problem.shape, c.seed);
     ImageU8 image(c.problem.shape);
     std::fill(image.data(), image.data() + image.size_bytes(), std::uint8_t{255});
+    if (c.fill == Fill::near_white) {
+        const ImageShape& s = c.problem.shape;
+        for (int y = 0; y < s.height; ++y)
+            for (int x = 0; x < s.width; ++x)
+                for (int ch = 0; ch < s.channels; ++ch)
+                    if ((x + 3 * y + 5 * ch) % 97 == 0) image.at(x, y, ch) = static_cast<std::uint8_t>(254 - ch);
+    }
     return image;
+}
+
+// The sum of channel c over the whole image, by a plain loop (independent of reference::integral).
+unsigned long long channel_total(const ImageU8& image, int c) {
+    unsigned long long total = 0;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) total += image.at(x, y, c);
+    return total;
 }
 
 // An awkward launch shape the variant accepts (no power of two), else its default.
@@ -271,9 +293,13 @@ void check_integral(const Variant& variant, const OpCase& c, const LaunchShape& 
     const HostImage<T> actual = run_variant<T>(variant, c.problem, input, c.input_pitch, c.output_pitch, shape);
     const Verification v = verify_exact(expected, actual);
     EXPECT_TRUE(v.ok()) << v.summary();
-    if (c.fill == Fill::white) {  // the bottom-right sum, independently of the reference: 255 * W * H
+    if (c.fill != Fill::random) {  // every channel's bottom-right sum, independently of the reference
         const ImageShape& s = c.problem.shape;
-        EXPECT_EQ(static_cast<unsigned long long>(actual.at(s.width - 1, s.height - 1, 0)), 255ull * s.width * s.height);
+        for (int ch = 0; ch < s.channels; ++ch) {
+            const unsigned long long total =
+                c.fill == Fill::white ? 255ull * s.width * s.height : channel_total(input, ch);
+            EXPECT_EQ(static_cast<unsigned long long>(actual.at(s.width - 1, s.height - 1, ch)), total) << "channel " << ch;
+        }
     }
 }
 
@@ -324,6 +350,73 @@ TEST(OpConformanceTables, CoverTheRequiredProblems) {
     }
     EXPECT_FALSE(params_for(Operation::sobel).empty());
     EXPECT_FALSE(params_for(Operation::integral).empty());
+}
+
+// Sobel and integral variants that by design refuse some problems of their op's table: which ones
+// and why. None today: sobel.3kernel, sobel.fused and integral.scan compute every problem of their
+// op (1/3/4 channels, AoS/SoA, every border, any size; their supports() return yes,
+// kernels/sobel_3kernel.cu, kernels/sobel_fused.cu, kernels/integral_scan.cu). A variant that must
+// refuse some problems gets an entry here, with the reason; it must then refuse exactly those.
+struct OpRefusal {
+    bool (*refuses)(const Problem&);
+    const char* reason;
+};
+const std::map<std::string, OpRefusal> kOpRefusals = {};
+
+// Every registered sobel and integral variant supports every case of its op's table, full and
+// reduced, but for the refusals listed above (the convolution suite's coverage rule,
+// test_conformance.cpp's ConformanceTable.CoversTheRequiredProblems, for these ops): a supports()
+// that starts refusing problems would otherwise only make params_for() instantiate fewer cases.
+// CPU only: the tables and supports() need no device.
+TEST(OpConformanceTables, EveryVariantSupportsEveryCaseOfItsOp) {
+    // The variants of the issue are registered under their ops (else the loops below pass vacuously).
+    for (auto [name, op] : {std::pair{"sobel.3kernel", Operation::sobel}, std::pair{"sobel.fused", Operation::sobel},
+                            std::pair{"integral.scan", Operation::integral}}) {
+        const Variant* variant = Registry::instance().find(name);
+        ASSERT_NE(variant, nullptr) << name << " is not registered";
+        EXPECT_EQ(variant->op(), op) << name;
+    }
+    for (Operation op : {Operation::sobel, Operation::integral}) {
+        ASSERT_FALSE(Registry::instance().for_op(op).empty());
+        for (bool reduced : {false, true}) {
+            const std::vector<OpCase> cases = op == Operation::sobel ? sobel_table(reduced) : integral_table(reduced);
+            const char* table_name = reduced ? "reduced table" : "full table";
+            for (const Variant* variant : Registry::instance().for_op(op)) {
+                const auto refusal = kOpRefusals.find(variant->name());
+                std::size_t takes = 0;
+                for (const OpCase& c : cases) {
+                    const Problem& p = c.problem;
+                    const bool listed = refusal != kOpRefusals.end() && refusal->second.refuses(p);
+                    const Support support = variant->supports(p);
+                    if (listed) {
+                        EXPECT_FALSE(support) << variant->name() << " takes " << to_string(p) << " (" << table_name
+                                              << "), listed as refused: " << refusal->second.reason;
+                    } else {
+                        ++takes;
+                        EXPECT_TRUE(support) << variant->name() << " refuses " << to_string(p) << " (" << table_name
+                                             << "): " << support.reason();
+                    }
+                }
+                // A listed refusal leaves the variant a good part of the table.
+                EXPECT_GE(takes, cases.size() / 10) << variant->name() << " (" << table_name << ")";
+            }
+        }
+    }
+    // The suites instantiated for the table in use hold every supported case of every variant.
+    for (Operation op : {Operation::sobel, Operation::integral}) {
+        std::map<const Variant*, std::size_t> instantiated;
+        for (const OpParam& param : params_for(op)) ++instantiated[param.variant];
+        for (const Variant* variant : Registry::instance().for_op(op)) {
+            const auto refusal = kOpRefusals.find(variant->name());
+            const std::size_t listed =
+                refusal == kOpRefusals.end()
+                    ? 0
+                    : static_cast<std::size_t>(std::count_if(table_of(op).begin(), table_of(op).end(), [&](const OpCase& c) {
+                          return refusal->second.refuses(c.problem);
+                      }));
+            EXPECT_EQ(instantiated[variant], table_of(op).size() - listed) << variant->name();
+        }
+    }
 }
 
 // --- conv.box_integral, exactly ----------------------------------------------------------------
@@ -575,6 +668,95 @@ TEST_F(OpsLargeImages, BoxIntegralOn8KRgbBox9) {
     run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, variant.default_shape(problem));
     const Verification v = verify_exact(reference::convolve(input, *problem.mask, problem.border, 0), out.download());
     EXPECT_TRUE(v.ok()) << v.summary();
+}
+
+// integral.scan past u32 on colour images, both layouts: 4105x4104 (255*W*H just above 2^32, so
+// u64; the table's u64 cases are gray and RGBA AoS), 3 channels AoS (the kernels' 3-element path)
+// and SoA (three gray planes). All-255 images give the largest sums; near-white ones keep every
+// channel past 2^32 while the channels differ, so that mixed-up channels show. Each 4105x4104x3
+// u64 output is 404 MB on the device and on the host; one run at a time, freed before the next.
+TEST_F(OpsLargeImages, IntegralScanU64OnRgbAosAndSoa) {
+    const Variant& variant = Registry::instance().get("integral.scan");
+    constexpr int kWidth = 4105;
+    constexpr int kHeight = 4104;
+    ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
+    struct Run {
+        Format format;
+        Fill fill;
+        PitchKind input_pitch;
+        PitchKind output_pitch;
+        bool awkward_shape;
+    };
+    const Run runs[] = {{kFormats[1], Fill::white, PitchKind::allocator, PitchKind::allocator, false},
+                        {kFormats[4], Fill::white, PitchKind::odd, PitchKind::tight, true},
+                        {kFormats[1], Fill::near_white, PitchKind::tight, PitchKind::odd, true},
+                        {kFormats[4], Fill::near_white, PitchKind::allocator, PitchKind::odd, false}};
+    for (const Run& r : runs) {
+        OpCase c;
+        c.problem = op_problem(Operation::integral, kWidth, kHeight, r.format);
+        c.input_pitch = r.input_pitch;
+        c.output_pitch = r.output_pitch;
+        c.fill = r.fill;
+        const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
+        SCOPED_TRACE(fmt::format("{} on {} ({}) with block {}, pitches {}/{}", variant.name(), to_string(c.problem),
+                                 r.fill == Fill::white ? "white" : "near white", to_string(shape),
+                                 to_string(c.input_pitch), to_string(c.output_pitch)));
+        {  // every channel's sum is past u32 (so the case needs u64 in each), and the channels differ
+            const ImageU8 input = input_of(c);
+            std::vector<unsigned long long> totals;
+            for (int ch = 0; ch < 3; ++ch) {
+                totals.push_back(channel_total(input, ch));
+                ASSERT_GT(totals.back(), 0xffffffffull) << "channel " << ch;
+            }
+            if (r.fill == Fill::near_white) {
+                ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
+            }
+        }
+        check_integral<std::uint64_t>(variant, c, shape);
+    }
+}
+
+// conv.box_integral where its summed-area table wraps. The table is u32 (kernels/conv_box_integral.cu:
+// struct Table, box_row_prefix's carry, box_column_prefix's running sum) and wraps modulo 2^32 once
+// a channel's running sum passes 2^32; each box sum is still exact only because the four-term
+// difference is taken in u32 arithmetic before it is converted (box_from_integral; the preamble's
+// "Exactness"). A table made float, signed, or converted to double before the difference fails
+// here. Images of 4608x4608 pixels in [192, 255] (mean 223.5: each channel sums to about 4.7e9 >
+// 2^32, asserted below; the padded table's last entry is at least that sum), so the box means
+// (192..255) rarely saturate and a wrong sum shows. The convolution suite's images are too small to
+// wrap the table, and 8K random images (mean 127.5) stay just below 2^32.
+TEST_F(OpsLargeImages, BoxIntegralExactWhereItsU32TableWraps) {
+    const Variant& variant = Registry::instance().get("conv.box_integral");
+    struct Run {
+        Problem problem;
+        PitchKind input_pitch;
+        PitchKind output_pitch;
+    };
+    const Run runs[] = {
+        {convolve_problem(ImageShape{4608, 4608, 1, Layout::aos}, masks::box(5), Border{BorderMode::wrap, 0}),
+         PitchKind::odd, PitchKind::tight},
+        {convolve_problem(ImageShape{4608, 4608, 3, Layout::aos}, flat_mask(3, 7, 1.0f / 21, "box3x7"),
+                          Border{BorderMode::reflect, 0}),
+         PitchKind::allocator, PitchKind::odd}};
+    std::uint32_t seed = 4608;
+    for (const Run& r : runs) {
+        const Problem& problem = r.problem;
+        const LaunchShape shape = variant.default_shape(problem);
+        SCOPED_TRACE(fmt::format("{} on {} with block {}", variant.name(), to_string(problem), to_string(shape)));
+        ASSERT_TRUE(variant.supports(problem)) << variant.supports(problem).reason();
+        ImageU8 input = test::random_image(problem.shape, seed++);
+        for (std::size_t i = 0; i < input.size_bytes(); ++i) input.data()[i] = static_cast<std::uint8_t>(192 + input.data()[i] / 4);
+        for (int ch = 0; ch < problem.shape.channels; ++ch)
+            ASSERT_GT(channel_total(input, ch), 0xffffffffull) << "channel " << ch << ": the table would not wrap";
+        DeviceImage<std::uint8_t> in(problem.shape, pitch_for(r.input_pitch, problem.shape, 1));
+        in.upload(input);
+        DeviceImage<std::uint8_t> out(problem.shape, pitch_for(r.output_pitch, problem.shape, 1));
+        KLAB_CUDA_CHECK(cudaMemset(out.view().data, kSentinel, out.capacity_bytes()));
+        const DeviceMask mask(*problem.mask);
+        run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, shape);
+        const Verification v = verify_exact(reference::convolve(input, *problem.mask, problem.border, 0), out.download());
+        EXPECT_TRUE(v.ok()) << v.summary();
+    }
 }
 
 }  // namespace
