@@ -346,10 +346,11 @@ private:
     std::map<std::string, RowState> rows_;
 };
 
-// Sets a counter only when it is finite: Google Benchmark writes NaN and infinity as bare words,
-// which no JSON reader accepts (a zero time would make every rate infinite).
+// Sets a counter only when it is finite and not zero: Google Benchmark writes NaN and infinity as
+// bare words, which no JSON reader accepts, and its coefficient-of-variation row of a counter that
+// is 0 in every repetition is 0/0 (the upload row's bytes written made bench.json unreadable).
 void set_counter(benchmark::State& state, const char* name, double value) {
-    if (std::isfinite(value)) state.counters[name] = value;
+    if (std::isfinite(value) && value != 0.0) state.counters[name] = value;
 }
 
 // Rows that ended in an error (a failed verification, a refused problem, a CUDA error), for the
