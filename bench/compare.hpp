@@ -50,7 +50,8 @@ struct CompareRow {
     std::optional<double> change;   // new median / old median - 1
     std::optional<double> p_value;  // two-sided Mann-Whitney U
     std::string note;               // why, in words (errors, too few repetitions, within threshold)
-    // What fails the gate: slower beyond noise and threshold, gone from NEW, or failed in NEW.
+    // What fails the gate: a klab row (not a baseline) slower beyond noise and threshold, gone
+    // from NEW, or failed in NEW.
     bool fails_gate = false;
 };
 
@@ -71,6 +72,10 @@ struct Comparison {
 // NEW has no benchmark with a time (an empty or aggregates-only file), or when the options are out
 // of range. Differing cuda_driver / cuda_runtime / klab_study become warnings.
 Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const CompareOptions& options = {});
+
+// NPP, copy-floor and CPU-reference rows (npp.*, baseline.*, cpu.*): compared and shown, never
+// gated, since they measure the machine rather than klab's code.
+bool is_baseline_row(const std::string& name);
 
 // The two-sided p-value of the Mann-Whitney U test of samples `a` against `b`; 1 when either is
 // empty.
