@@ -26,7 +26,7 @@
 namespace klab {
 
 struct PipelineOptions {
-    int strips = 0;   // 0: at least 4 per stream, more where the device-memory budget needs them
+    int strips = 0;   // 0: up to 8 per stream, none under 2 MiB of input, more where the budget needs them
     int streams = 3;  // CUDA streams the strips rotate over, 1..16
     // Device memory the pipeline may use; 0: device_memory_budget().
     std::size_t device_budget_bytes = 0;
