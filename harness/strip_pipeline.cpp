@@ -161,9 +161,10 @@ StripPlan plan_strips(const Variant& variant, const Problem& problem, const Laun
         }
     } else {
         // Up to eight strips per stream: the first strip's upload and the last one's download are
-        // what the overlap cannot hide, so they should be small (8K RGB on an H200, 3 streams: 6
-        // strips took 1.30x the upload alone, 12 strips 1.23x); but no strip under 2 MiB of input,
-        // whose copies would be dominated by their fixed cost.
+        // what the overlap cannot hide, so they should be small; but no strip under 2 MiB of
+        // input, whose copies would be dominated by their fixed cost. (8K RGB on an H200, 3
+        // streams: 6 strips took 1.30x the upload alone, 12 strips 1.23x, 24 strips 1.24x: past
+        // 12 the limit is the link, whose two directions together carried 89 GB/s, not 2 x 55.)
         const std::size_t row_bytes = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
         const int min_rows = static_cast<int>(std::max<std::size_t>(1, (kMinStripBytes + row_bytes - 1) / row_bytes));
         const int even_rows = std::max(1, (height + kStripsPerStream * o.streams - 1) / (kStripsPerStream * o.streams));
