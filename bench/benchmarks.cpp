@@ -499,15 +499,15 @@ void time_gpu_row(benchmark::State& state, const BenchCase& c) {
     state.SetLabel(row->label);
 }
 
-// A row that throws (a CUDA error while timing, an allocation) ends as an error row, never as a
-// crash that would leave a truncated JSON file.
-void run_gpu_row(benchmark::State& state, const BenchCase& c) {
+// Runs a GPU row's timing function so that a row that throws (a CUDA error while timing, an
+// allocation) ends as an error row, never as a crash that would leave a truncated JSON file.
+void run_guarded(benchmark::State& state, const BenchCase& c, void (*time_row)(benchmark::State&, const BenchCase&)) {
     if (!context_lost().empty()) {
         fail_row(state, c.name(), context_lost());
         return;
     }
     try {
-        time_gpu_row(state, c);
+        time_row(state, c);
     } catch (const std::exception& e) {
         note_if_context_lost(c.name());
         fail_row(state, c.name(), e.what());
@@ -628,19 +628,6 @@ void time_end_to_end_row(benchmark::State& state, const BenchCase& c) {
     state.SetLabel(row->label);
 }
 
-void run_end_to_end_row(benchmark::State& state, const BenchCase& c) {
-    if (!context_lost().empty()) {
-        fail_row(state, c.name(), context_lost());
-        return;
-    }
-    try {
-        time_end_to_end_row(state, c);
-    } catch (const std::exception& e) {
-        note_if_context_lost(c.name());
-        fail_row(state, c.name(), e.what());
-    }
-}
-
 void run_cpu_row(benchmark::State& state, const BenchCase& c) {
     static std::map<std::string, ImageU8> inputs;
     ImageU8& input = inputs[to_string(c.problem)];
@@ -696,8 +683,8 @@ void register_cases(const std::vector<BenchCase>& cases, bool gpu) {
     for (const BenchCase& c : cases) {
         benchmark::internal::Benchmark* b =
             c.kind == RowKind::end_to_end
-                ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_end_to_end_row(state, c); })
-            : gpu ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_gpu_row(state, c); })
+                ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_guarded(state, c, time_end_to_end_row); })
+            : gpu ? benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_guarded(state, c, time_gpu_row); })
                   : benchmark::RegisterBenchmark(c.name().c_str(), [c](benchmark::State& state) { run_cpu_row(state, c); });
         b->Unit(gpu ? benchmark::kMicrosecond : benchmark::kMillisecond);
         if (gpu) {
