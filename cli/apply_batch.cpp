@@ -45,16 +45,18 @@ bool has_image_extension(const fs::path& path) {
     return extension == ".png" || extension == ".jpg" || extension == ".jpeg" || extension == ".pgm" || extension == ".ppm";
 }
 
-// A directory's images, sorted, not recursive. Entries that are not directories count (a broken
-// link among them then fails on its own, as an unreadable file).
+// A directory's images, sorted, not recursive: regular files (through links), and broken links,
+// which then fail on their own as unreadable files. Anything else named like an image is skipped
+// like a subdirectory: reading a FIFO would wait for a writer forever.
 std::vector<fs::path> directory_images(const fs::path& dir) {
     std::vector<fs::path> found;
     std::error_code ec;
     fs::directory_iterator it(dir, ec);
     for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
         std::error_code type_ec;
-        if (it->is_directory(type_ec)) continue;
-        if (has_image_extension(it->path())) found.push_back(it->path());
+        const bool regular = it->is_regular_file(type_ec);
+        const bool broken_link = it->is_symlink(type_ec) && !fs::exists(it->path(), type_ec);
+        if ((regular || broken_link) && has_image_extension(it->path())) found.push_back(it->path());
     }
     if (ec) throw Error(fmt::format("cannot list directory '{}': {}", dir.string(), ec.message()));
     if (found.empty()) {

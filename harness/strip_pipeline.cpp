@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -30,10 +31,13 @@ constexpr const char* kBudgetVariable = "KLAB_DEVICE_MEMORY_BUDGET";
 std::size_t parse_bytes(const std::string& text) {
     std::size_t end = 0;
     unsigned long long value = 0;
-    try {
-        value = std::stoull(text, &end);
-    } catch (const std::exception&) {
-        end = 0;
+    // Digits first (std::stoull would take "-1" as 2^64 - 1 and skip leading blanks).
+    if (!text.empty() && text[0] >= '0' && text[0] <= '9') {
+        try {
+            value = std::stoull(text, &end);
+        } catch (const std::exception&) {
+            end = 0;  // out of range
+        }
     }
     const std::string suffix = end == 0 ? text : text.substr(end);
     unsigned long long scale = 0;
@@ -41,7 +45,7 @@ std::size_t parse_bytes(const std::string& text) {
     if (suffix == "K" || suffix == "k") scale = 1ull << 10;
     if (suffix == "M" || suffix == "m") scale = 1ull << 20;
     if (suffix == "G" || suffix == "g") scale = 1ull << 30;
-    if (end == 0 || scale == 0 || value == 0) {
+    if (end == 0 || scale == 0 || value == 0 || value > std::numeric_limits<unsigned long long>::max() / scale) {
         throw Error(fmt::format("{}='{}'", kBudgetVariable, text), "a positive number of bytes, optionally with K, M or G (e.g. 512M)");
     }
     return static_cast<std::size_t>(value * scale);
@@ -118,11 +122,16 @@ std::size_t slot_bytes(const Variant& variant, const Problem& problem, const Lau
     const int r = vertical_radius(problem);
     const ImageShape in{problem.shape.width, rows + 2 * r, problem.shape.channels, problem.shape.layout};
     const ImageShape out = output_shape(Problem{problem.op, in, problem.mask, problem.border});
-    const std::size_t in_bytes = padded_row_bytes(static_cast<std::size_t>(in.width) * in.channels) * in.height;
-    const std::size_t out_bytes = padded_row_bytes(static_cast<std::size_t>(out.width) * out.channels) * out.height;
+    // The AoS strips, and for SoA their planar twins (a padded row per plane); two plans per slot
+    // (full strips and the last one), each with its own scratch when their heights differ.
+    const auto aos_bytes = [](const ImageShape& s) { return padded_row_bytes(static_cast<std::size_t>(s.width) * s.channels) * s.height; };
+    const auto soa_bytes = [](const ImageShape& s) {
+        return padded_row_bytes(static_cast<std::size_t>(s.width)) * s.height * static_cast<std::size_t>(s.channels);
+    };
     const bool soa = problem.shape.layout == Layout::soa;
     const Problem strip{problem.op, in, problem.mask, problem.border};
-    return (soa ? 2 : 1) * (in_bytes + out_bytes) + variant.scratch_bytes(strip, shape);
+    return aos_bytes(in) + aos_bytes(out) + (soa ? soa_bytes(in) + soa_bytes(out) : 0) + 2 * variant.scratch_bytes(strip, shape) +
+           (problem.mask ? problem.mask->coefficients().size() * sizeof(float) : 0);
 }
 
 StripPlan plan_strips(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
@@ -259,6 +268,12 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
             slot.output_soa = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, out_shape.layout});
         }
         for (int rows : {res.plan.strip_rows, last_rows}) {
+            if (rows == res.plan.strip_rows && !res.plans[static_cast<std::size_t>(s)].empty()) {
+                // The last strip is a full one: its plan is the first (same stream, so sharing
+                // its scratch is safe), not a second allocation.
+                res.plans[static_cast<std::size_t>(s)].push_back(res.plans[static_cast<std::size_t>(s)].front());
+                continue;
+            }
             Problem strip = problem;
             strip.shape.height = rows + 2 * r;
             DeviceBuffers buffers;
@@ -284,6 +299,9 @@ PipelineRun StripPipeline::run(const ImageU8& input, ImageU8& output, bool pin_h
         input.channels() != problem.shape.channels || input.layout() != Layout::aos) {
         throw Error(fmt::format("host image {} for the problem {}", to_string(input.shape()), to_string(problem)),
                     "an AoS image of the problem's width, height and channels");
+    }
+    if (&input == &output) {
+        throw Error("strip pipeline: the output image is the input image", "a separate output image (strips read rows others write)");
     }
     const ImageShape out_shape = output_shape(problem);
     const ImageShape out_aos{out_shape.width, out_shape.height, out_shape.channels, Layout::aos};
@@ -345,10 +363,14 @@ std::string PipelineRun::summary() const {
 }
 
 std::size_t device_memory_budget() {
-    if (const char* text = std::getenv(kBudgetVariable); text != nullptr && *text != '\0') return parse_bytes(text);
+    // The variable can only lower the budget: above the free memory it would send an image that
+    // does not fit to the one-shot path.
+    std::optional<std::size_t> requested;
+    if (const char* text = std::getenv(kBudgetVariable); text != nullptr && *text != '\0') requested = parse_bytes(text);
     std::size_t free_bytes = 0, total_bytes = 0;
     KLAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    return free_bytes / 10 * 9;  // leave room for the CUDA context's own allocations
+    const std::size_t usable = free_bytes / 10 * 9;  // leave room for the CUDA context's own allocations
+    return requested ? std::min(*requested, usable) : usable;
 }
 
 std::size_t one_shot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape) {

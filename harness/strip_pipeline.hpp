@@ -68,8 +68,8 @@ private:
     std::unique_ptr<Resources> resources_;
 };
 
-// Device memory klab may use: the KLAB_DEVICE_MEMORY_BUDGET environment variable (bytes, with an
-// optional K, M or G suffix) when set, else 90% of the device's free memory. Throws klab::Error for
+// Device memory klab may use: 90% of the device's free memory, or less where the
+// KLAB_DEVICE_MEMORY_BUDGET environment variable (bytes, with an optional K, M or G suffix) says so. Throws klab::Error for
 // a malformed variable, naming it and what it accepts.
 std::size_t device_memory_budget();
 

@@ -57,7 +57,11 @@ DeviceMask::DeviceMask(const Mask& mask) : width_(mask.width()), height_(mask.he
     void* memory = nullptr;
     KLAB_CUDA_CHECK(cudaMalloc(&memory, bytes));
     data_ = static_cast<float*>(memory);
-    const cudaError_t status = cudaMemcpy(data_, mask.coefficients().data(), bytes, cudaMemcpyHostToDevice);
+    cudaError_t status = cudaMemcpy(data_, mask.coefficients().data(), bytes, cudaMemcpyHostToDevice);
+    // A copy from pageable memory may return before its DMA lands (CUDA runtime API, "API
+    // synchronization behavior"), and kernels on non-blocking streams (the strip pipeline's, the
+    // benchmarks') do not wait for the legacy stream: wait here, once per mask.
+    if (status == cudaSuccess) status = cudaStreamSynchronize(nullptr);
     if (status != cudaSuccess) {
         KLAB_CUDA_CHECK_NOTHROW(cudaFree(data_));
         KLAB_CUDA_CHECK(status);

@@ -1,6 +1,7 @@
 // The klab executable end to end: wrong arguments name themselves and what is allowed, nothing
 // is written on failure, and `apply --backend cpu` writes what the reference computes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -318,6 +319,8 @@ TEST_F(Cli, BatchReportsBadFilesAndStillWritesTheOthers) {
         return std::vector<unsigned char>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2));
     }();
     std::ofstream(in / "e.png", std::ios::binary).write(reinterpret_cast<const char*>(png.data()), static_cast<long>(png.size()));  // truncated
+    // A FIFO named like an image is skipped like a subdirectory: reading it would wait forever.
+    ASSERT_EQ(::mkfifo((in / "f.png").c_str(), 0600), 0);
     const fs::path out = dir / "out";
     const Result r = klab_cli("apply --filter box:3 --out-dir " + out.string() + " " + in.string() + " " +
                               (dir / "missing.png").string());

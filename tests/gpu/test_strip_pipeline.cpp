@@ -116,12 +116,19 @@ TEST_F(StripPipeline, ASmallBudgetSendsALargeImageThroughManyStrips) {
     const PipelineRun run = run_pipelined(variant, problem, shape, input, pipelined, options);
     EXPECT_GT(run.strips, 20) << run.summary();
     EXPECT_TRUE(same_pixels(pipelined, one_shot)) << run.summary();
-    // The same through the environment variable, as klab apply reads it.
-    ASSERT_EQ(setenv("KLAB_DEVICE_MEMORY_BUDGET", "2M", 1), 0);
-    EXPECT_EQ(device_memory_budget(), 2u << 20);
+    // The same through the environment variable, as klab apply reads it (unset again whatever
+    // happens, so that no later test inherits the small budget).
+    struct BudgetVariable {
+        BudgetVariable() { EXPECT_EQ(setenv("KLAB_DEVICE_MEMORY_BUDGET", "2M", 1), 0); }
+        ~BudgetVariable() { unsetenv("KLAB_DEVICE_MEMORY_BUDGET"); }
+    };
     ImageU8 from_environment;
-    const PipelineRun env_run = run_pipelined(variant, problem, shape, input, from_environment, PipelineOptions{});
-    unsetenv("KLAB_DEVICE_MEMORY_BUDGET");
+    PipelineRun env_run;
+    {
+        const BudgetVariable budget;
+        EXPECT_EQ(device_memory_budget(), 2u << 20);
+        env_run = run_pipelined(variant, problem, shape, input, from_environment, PipelineOptions{});
+    }
     EXPECT_EQ(env_run.strips, run.strips);
     EXPECT_TRUE(same_pixels(from_environment, one_shot));
 }
