@@ -1,0 +1,183 @@
+// klab-bench's study table and JSON reader, without a GPU: the rows the seeds' study needs are
+// there with names that parse back, the classes `klab run` tunes, the traffic each row is judged
+// by, and the reader's handling of units, aggregates, counters, failures and invalid files.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "bench/bench_json.hpp"
+#include "bench/study.hpp"
+#include "harness/error.hpp"
+
+namespace klab::bench {
+namespace {
+
+std::vector<std::string> names_of(const std::vector<BenchCase>& cases) {
+    std::vector<std::string> names;
+    for (const BenchCase& c : cases) names.push_back(c.name());
+    return names;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Two shapes, as the device's search space would give them.
+std::vector<LaunchShape> two_shapes(const Variant&, const Problem&) { return {LaunchShape{32, 8, {}}, LaunchShape{8, 32, {}}}; }
+
+TEST(BenchStudy, NamesAreUniqueAndParseBack) {
+    for (Study study : {Study::smoke, Study::quick, Study::full}) {
+        const std::vector<BenchCase> cases = gpu_study(study, true, &two_shapes);
+        const std::vector<std::string> names = names_of(cases);
+        EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << to_string(study);
+        for (const std::string& name : names) {
+            const std::optional<BenchName> parsed = BenchName::parse(name + "/manual_time");
+            ASSERT_TRUE(parsed) << name;
+            EXPECT_EQ(parsed->text(), name);
+        }
+    }
+}
+
+TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
+    const std::vector<std::string> names = names_of(gpu_study(Study::full, true, &two_shapes));
+    // 1. Every size at gauss3 with its copy floor and NPP; 2. the mask sizes at HD and 8K.
+    for (const char* size : {"480p", "720p", "HD", "4K", "8K"}) {
+        EXPECT_TRUE(has(names, fmt::format("baseline.copy/{}/rgb.aos/copy/none", size))) << size;
+        EXPECT_TRUE(has(names, fmt::format("npp.gauss/{}/rgb.aos/gauss3/replicate", size))) << size;
+        EXPECT_TRUE(has(names, fmt::format("conv.halo_tiled/{}/rgb.aos/gauss3/replicate", size))) << size;
+    }
+    for (const char* size : {"HD", "8K"}) {
+        for (int k : {3, 5, 7, 9}) {
+            for (const char* variant : {"conv.global", "conv.constant", "conv.tiled_2batch", "conv.halo_tiled",
+                                        "conv.separable_2pass", "conv.separable_fused"}) {
+                EXPECT_TRUE(has(names, fmt::format("{}/{}/rgb.aos/gauss{}/replicate", variant, size, k))) << variant << " " << size << " " << k;
+            }
+        }
+        // 4. AoS against SoA.
+        EXPECT_TRUE(has(names, fmt::format("conv.tiled_2batch/{}/rgb.soa/gauss9/replicate", size)));
+    }
+    // A box-only variant is not benchmarked on a Gaussian, but is on the box.
+    EXPECT_FALSE(has(names, "conv.box_integral/8K/rgb.aos/gauss9/replicate"));
+    EXPECT_TRUE(has(names, "conv.box_integral/8K/rgb.aos/box9/replicate"));
+    EXPECT_TRUE(has(names, "npp.box/8K/rgb.aos/box9/replicate"));
+    // 5. The block-shape study: each shape the lister gives, on 8K gauss5.
+    EXPECT_TRUE(has(names, "conv.tiled_2batch/8K/rgb.aos/gauss5/replicate/block:32x8"));
+    EXPECT_TRUE(has(names, "conv.tiled_2batch/8K/rgb.aos/gauss5/replicate/block:8x32"));
+    // 6. The other operations, and the end-to-end rows.
+    for (const char* name : {"npp.separable32f/8K/rgb.aos/gauss9/replicate", "npp.filter32f/8K/rgb.aos/gauss9/replicate",
+                             "sobel.fused/8K/rgb.aos/sobel/replicate", "sobel.3kernel/8K/gray/sobel/replicate",
+                             "npp.sobel/8K/gray/sobel/replicate", "integral.scan/8K/gray/integral/none",
+                             "integral.scan/4096x4096/gray/integral/none", "npp.integral/8K/gray/integral/none",
+                             "e2e.upload/8K/rgb.aos/copy/none", "e2e.pipelined/8K/rgb.aos/gauss5/replicate",
+                             "e2e.one_shot.pageable/8K/rgb.aos/gauss5/replicate"}) {
+        EXPECT_TRUE(has(names, name)) << name;
+    }
+    // Without NPP there is no NPP row; without a lister, no block row.
+    for (const std::string& name : names_of(gpu_study(Study::full, false, nullptr))) {
+        EXPECT_NE(name.rfind("npp.", 0), 0u) << name;
+        EXPECT_EQ(name.find("/block:"), std::string::npos) << name;
+    }
+}
+
+TEST(BenchStudy, TheSmokeStudyHasEveryRowKind) {
+    std::set<RowKind> kinds;
+    for (const BenchCase& c : gpu_study(Study::smoke, true, nullptr)) kinds.insert(c.kind);
+    EXPECT_EQ(kinds, (std::set<RowKind>{RowKind::variant, RowKind::copy, RowKind::npp, RowKind::end_to_end}));
+    std::set<RowKind> cpu_kinds;
+    for (const BenchCase& c : cpu_study(Study::smoke)) cpu_kinds.insert(c.kind);
+    EXPECT_EQ(cpu_kinds, (std::set<RowKind>{RowKind::cpu_sequential, RowKind::cpu_parallel}));
+}
+
+TEST(BenchStudy, KlabRunTunesTheStudysConvolutionClasses) {
+    std::vector<std::string> classes;
+    for (const autotune::ProblemClass& c : tuned_classes(Study::full)) classes.push_back(autotune::to_string(c));
+    // 480p..8K at 3x3, HD and 8K at 5, 7, 9 (AoS), HD and 8K at 3 and 9 (SoA): 5 + 6 + 4.
+    EXPECT_EQ(classes.size(), 15u);
+    for (const char* expected : {"480p/3x3/c3/aos", "4K/3x3/c3/aos", "8K/7x7/c3/aos", "HD/9x9/c3/soa"}) {
+        EXPECT_TRUE(has(classes, expected)) << expected;
+    }
+}
+
+TEST(BenchStudy, TrafficIsTheInputOnceAndTheOutputOnce) {
+    Problem conv = convolve_problem({100, 10, 3, Layout::aos}, masks::gaussian(3), Border{});
+    EXPECT_EQ(minimum_traffic(conv).bytes_read, 3000.0);
+    EXPECT_EQ(minimum_traffic(conv).bytes_written, 3000.0);
+    Problem sobel;
+    sobel.op = Operation::sobel;
+    sobel.shape = {100, 10, 3, Layout::aos};
+    EXPECT_EQ(minimum_traffic(sobel).bytes_written, 1000.0);  // one gray byte per pixel
+    Problem integral;
+    integral.op = Operation::integral;
+    integral.shape = {4096, 4096, 1, Layout::aos};
+    EXPECT_EQ(minimum_traffic(integral).bytes_written, 4.0 * 4096 * 4096);  // u32
+    integral.shape = {7680, 4320, 1, Layout::aos};
+    EXPECT_EQ(minimum_traffic(integral).bytes_written, 8.0 * 7680 * 4320);  // u64 past 16.8 M pixels
+    EXPECT_EQ(format_name({1, 1, 1, Layout::soa}), "gray");
+    EXPECT_EQ(format_name({1, 1, 4, Layout::soa}), "rgba.soa");
+    EXPECT_EQ(filter_name(conv), "gauss3");
+    EXPECT_THROW(parse_study("huge"), Error);
+}
+
+TEST(BenchJson, RepetitionsCountersUnitsAndFailures) {
+    const std::string text = R"({
+      "context": {"klab_gpu_key": "NVIDIA H200, cc 9.0, 132 SMs", "num_cpus": 16},
+      "benchmarks": [
+        {"name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time", "run_name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time",
+         "run_type": "iteration", "repetition_index": 0, "iterations": 10, "real_time": 30000, "time_unit": "ns", "label": "32x8 tuned",
+         "pct_copy_floor": 30.0, "block_x": 32},
+        {"name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time", "run_name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time",
+         "run_type": "iteration", "repetition_index": 1, "iterations": 10, "real_time": 0.032, "time_unit": "ms", "pct_copy_floor": 28.0, "block_x": 32},
+        {"name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time_mean", "run_name": "conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time",
+         "run_type": "aggregate", "aggregate_name": "mean", "real_time": 999, "time_unit": "us"},
+        {"name": "cpu.reference/480p/rgb.aos/gauss3/replicate/real_time", "run_name": "cpu.reference/480p/rgb.aos/gauss3/replicate/real_time",
+         "run_type": "iteration", "real_time": 12.5, "time_unit": "ms"},
+        {"name": "sobel.fused/8K/gray/sobel/replicate/manual_time", "run_name": "sobel.fused/8K/gray/sobel/replicate/manual_time",
+         "run_type": "iteration", "error_occurred": true, "error_message": "differs from the CPU reference", "real_time": 0, "time_unit": "us"},
+        {"name": "BM_unknown", "run_type": "iteration", "real_time": 1, "time_unit": "us"}
+      ]})";
+    const BenchFile file = parse_bench_json(text, "test.json");
+    EXPECT_EQ(file.gpu_key(), "NVIDIA H200, cc 9.0, 132 SMs");
+    EXPECT_EQ(file.context_value("num_cpus"), "16");
+    ASSERT_EQ(file.runs.size(), 4u);
+    const BenchRun* halo = file.find("conv.halo_tiled/HD/rgb.aos/gauss3/replicate/manual_time");
+    ASSERT_NE(halo, nullptr);
+    EXPECT_EQ(halo->samples_us, (std::vector<double>{30.0, 32.0}));  // ns and ms in us; the aggregate row ignored
+    EXPECT_DOUBLE_EQ(halo->median_us(), 31.0);
+    EXPECT_DOUBLE_EQ(halo->counters.at("pct_copy_floor"), 29.0);  // the median over the repetitions
+    EXPECT_EQ(halo->counters.count("iterations"), 0u);           // Google Benchmark's own fields are not counters
+    EXPECT_EQ(halo->label, "32x8 tuned");
+    const BenchRun* cpu = file.find("cpu.reference/480p/rgb.aos/gauss3/replicate");
+    ASSERT_NE(cpu, nullptr);
+    ASSERT_TRUE(cpu->parts);
+    EXPECT_EQ(cpu->parts->row, "cpu.reference");
+    EXPECT_DOUBLE_EQ(cpu->median_us(), 12500.0);
+    const BenchRun* sobel = file.find("sobel.fused/8K/gray/sobel/replicate");
+    ASSERT_NE(sobel, nullptr);
+    EXPECT_EQ(sobel->error, "differs from the CPU reference");
+    EXPECT_TRUE(sobel->samples_us.empty());
+    EXPECT_FALSE(file.find("BM_unknown")->parts);  // kept, but not one of klab's names
+}
+
+TEST(BenchJson, InvalidFilesAreRefusedWithTheReason) {
+    const auto message_of = [](const std::string& text) {
+        try {
+            parse_bench_json(text, "bad.json");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": NaN}]}").find("bad.json is not JSON"), std::string::npos);
+    EXPECT_NE(message_of("{\"context\": {}}").find("no \"benchmarks\" array"), std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"real_time\": 1}]}").find("without a name"), std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"time_unit\": \"h\"}]}").find("unknown time_unit"),
+              std::string::npos);
+    EXPECT_THROW(load_bench_file("/nonexistent/bench.json"), Error);
+}
+
+}  // namespace
+}  // namespace klab::bench
