@@ -111,12 +111,6 @@ DeviceBuffer strip_buffer(DeviceImage<std::uint8_t>& image, int rows) {
     return b;
 }
 
-struct StripPlan {
-    int strip_rows = 0;  // output rows per strip (the last may have fewer)
-    int strips = 0;
-    int streams = 0;
-};
-
 // Device bytes of one slot for strips of `rows` output rows (the radius's halo rows added).
 std::size_t slot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape, int rows) {
     const int r = vertical_radius(problem);
@@ -134,7 +128,9 @@ std::size_t slot_bytes(const Variant& variant, const Problem& problem, const Lau
            (problem.mask ? problem.mask->coefficients().size() * sizeof(float) : 0);
 }
 
-StripPlan plan_strips(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
+}  // namespace
+
+StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
     if (o.streams < 1 || o.streams > kMaxStreams) {
         throw Error(fmt::format("{} streams", o.streams), fmt::format("1 to {}", kMaxStreams));
     }
@@ -158,7 +154,7 @@ StripPlan plan_strips(const Variant& variant, const Problem& problem, const Laun
                                 budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, o.streams),
                     fmt::format("a larger budget ({} or free device memory), or fewer streams", kBudgetVariable));
     }
-    StripPlan plan;
+    StripSplit plan;
     if (o.strips > 0) {
         // More strips than rows: one row each.
         plan.strip_rows = std::max(1, (height + o.strips - 1) / o.strips);
@@ -183,6 +179,8 @@ StripPlan plan_strips(const Variant& variant, const Problem& problem, const Laun
     plan.streams = std::min(o.streams, plan.strips);
     return plan;
 }
+
+namespace {
 
 // Enqueues the upload of input rows [first, first + count) (image coordinates, possibly outside
 // the image) into `strip`'s rows 0 .. count-1, each row border-mapped: the image's rows in one
@@ -221,7 +219,7 @@ struct StripPipeline::Resources {
     const Variant* variant = nullptr;
     Problem problem;
     LaunchShape shape;
-    StripPlan plan;
+    StripSplit plan;
     int radius = 0;
     std::optional<DeviceMask> mask;  // shared by every plan, read only
     std::vector<std::unique_ptr<Stream>> streams;
@@ -248,7 +246,7 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
         res.plan.strips = 1;
         res.plan.streams = 1;
     } else {
-        res.plan = plan_strips(variant, problem, shape, options);
+        res.plan = plan_strip_split(variant, problem, shape, options);
     }
     const int r = res.radius;
     const bool soa = problem.shape.layout == Layout::soa;

@@ -43,6 +43,21 @@ struct PipelineRun {
     std::string summary() const;  // "12 strips of 360 rows on 3 streams, 41.2 ms"
 };
 
+// How a problem is cut: rows per strip (the last strip may have fewer), strips, streams used.
+struct StripSplit {
+    int strip_rows = 0;
+    int strips = 0;
+    int streams = 0;
+};
+
+// The split StripPipeline makes for `options`: options.strips > 0 asks for about that many strips
+// (rows split evenly; more strips than rows give one row each); 0 takes up to 8 per stream, none
+// under 2 MiB of input; either way every stream's slot must fit the budget (which needs no device
+// when options.device_budget_bytes is set). Throws klab::Error for streams outside 1..16, a
+// negative strip count, or a budget that cannot hold the strips asked for (naming both).
+StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape,
+                            const PipelineOptions& options);
+
 // The pipeline's device memory, streams and checked launch plans for one problem, made once and
 // reused by every run() (a batch of images of one size pays for them once).
 class StripPipeline {

@@ -1,0 +1,77 @@
+// How the strip pipeline cuts an image (harness/strip_pipeline.hpp, plan_strip_split), on the CPU:
+// with an explicit device-memory budget the split needs no device.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "harness/error.hpp"
+#include "harness/mask.hpp"
+#include "harness/strip_pipeline.hpp"
+#include "harness/variant.hpp"
+
+namespace klab {
+namespace {
+
+StripSplit split(int width, int height, int strips, int streams, std::size_t budget, const char* variant = "conv.halo_tiled") {
+    const Variant& v = Registry::instance().get(variant);
+    const Problem problem = convolve_problem({width, height, 3, Layout::aos}, masks::gaussian(5), Border{});
+    PipelineOptions options;
+    options.strips = strips;
+    options.streams = streams;
+    options.device_budget_bytes = budget;
+    return plan_strip_split(v, problem, v.default_shape(problem), options);
+}
+
+constexpr std::size_t kGiB = std::size_t{1} << 30;
+
+TEST(StripSplit, AutomaticTakesUpToEightStripsPerStreamNoneUnderTwoMebibytes) {
+    // 8K RGB: rows of 23,040 bytes; 4320 / (8 x 3) = 180 rows (4.1 MB) per strip: 24 strips.
+    const StripSplit big = split(7680, 4320, 0, 3, 8 * kGiB);
+    EXPECT_EQ(big.strip_rows, 180);
+    EXPECT_EQ(big.strips, 24);
+    EXPECT_EQ(big.streams, 3);
+    // 1000 x 700 RGB (2.1 MB in all): strips of at least 2 MiB leave one strip on one stream.
+    const StripSplit small = split(1000, 700, 0, 3, 8 * kGiB);
+    EXPECT_EQ(small.strips, 1);
+    EXPECT_EQ(small.streams, 1);
+}
+
+TEST(StripSplit, AskedForStripsAreSplitEvenlyAndNeverBelowOneRow) {
+    EXPECT_EQ(split(1000, 700, 7, 3, kGiB).strips, 7);
+    EXPECT_EQ(split(1000, 700, 7, 3, kGiB).strip_rows, 100);
+    const StripSplit many = split(1000, 700, 1000, 5, kGiB);  // more strips than rows
+    EXPECT_EQ(many.strip_rows, 1);
+    EXPECT_EQ(many.strips, 700);
+    EXPECT_EQ(many.streams, 5);
+    const StripSplit one = split(1000, 700, 1, 3, kGiB);
+    EXPECT_EQ(one.strips, 1);
+    EXPECT_EQ(one.streams, 1);
+}
+
+TEST(StripSplit, TheBudgetSetsTheStripHeight) {
+    // 1 MiB for 3 streams: a slot (strip input and output, halo rows included) of about 340 KiB.
+    const StripSplit tight = split(1000, 700, 0, 3, std::size_t{1} << 20);
+    EXPECT_GT(tight.strips, 6);
+    EXPECT_LT(tight.strip_rows, 100);
+    // Too small for a strip of one row, or for the strips asked for: clear errors.
+    try {
+        split(1000, 700, 0, 3, 1000);
+        FAIL() << "a 1000-byte budget was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(split(1000, 700, 1, 3, std::size_t{1} << 20), Error);
+    EXPECT_THROW(split(1000, 700, 0, 0, kGiB), Error);   // streams 1..16
+    EXPECT_THROW(split(1000, 700, 0, 17, kGiB), Error);
+    EXPECT_THROW(split(1000, 700, -1, 3, kGiB), Error);  // strips >= 0
+}
+
+TEST(StripSplit, AVariantsScratchCountsAgainstTheBudget) {
+    // conv.separable_2pass keeps an fp32 intermediate per strip: the same budget holds shorter strips.
+    const StripSplit plain = split(1000, 700, 0, 3, std::size_t{4} << 20, "conv.halo_tiled");
+    const StripSplit scratch = split(1000, 700, 0, 3, std::size_t{4} << 20, "conv.separable_2pass");
+    EXPECT_LT(scratch.strip_rows, plain.strip_rows);
+}
+
+}  // namespace
+}  // namespace klab
