@@ -121,16 +121,6 @@ struct Tuner::Prepared {
           poison(complement(host.reference)),
           output(problem.shape),
           mask(*problem.mask) {}
-
-    static ImageU8 complement(const ImageU8& image) {
-        ImageU8 out(image.shape());
-        for (int y = 0; y < image.height(); ++y) {
-            for (int x = 0; x < image.width(); ++x) {
-                for (int ch = 0; ch < image.channels(); ++ch) out.at(x, y, ch) = static_cast<std::uint8_t>(~image.at(x, y, ch));
-            }
-        }
-        return out;
-    }
 };
 
 Tuner::Tuner(TuneOptions options) : options_(options) {

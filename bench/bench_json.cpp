@@ -75,6 +75,14 @@ std::optional<BenchName> BenchName::parse(std::string_view name) {
     return n;
 }
 
+std::string npp_family(const std::string& filter) {
+    if (filter.rfind("gauss", 0) == 0) return "npp.gauss";
+    if (filter.rfind("box", 0) == 0) return "npp.box";
+    if (filter == "sobel") return "npp.sobel";
+    if (filter == "integral") return "npp.integral";
+    return "";
+}
+
 double BenchRun::median_us() const { return samples_us.empty() ? 0.0 : autotune::quantile(samples_us, 0.5); }
 
 std::string BenchFile::gpu_key() const { return context_value("klab_gpu_key"); }

@@ -29,6 +29,10 @@ struct BenchName {
     std::string problem() const;
 };
 
+// The NPP row family a klab row of `filter` is compared with ("gauss9" -> "npp.gauss"; "" for
+// none): bench/README.md, "Comparing a row with NPP". The study picks its NPP rows by it too.
+std::string npp_family(const std::string& filter);
+
 // One benchmark with its repetitions.
 struct BenchRun {
     std::string name;                // run name without the time suffix

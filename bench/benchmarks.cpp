@@ -27,6 +27,7 @@
 #include "bench/npp_baselines.hpp"
 #include "bench/study.hpp"
 #include "harness/cuda_check.hpp"
+#include "harness/cuda_event.hpp"
 #include "harness/device_info.hpp"
 #include "harness/error.hpp"
 #include "harness/parallel.hpp"
@@ -110,13 +111,6 @@ double cpu_reference_us(const Problem& problem) {
 // ---------------------------------------------------------------------------------------------
 // Device memory of one problem, shared by its rows (they run one after another): the input, the
 // output, and, for the rows that verify, the CPU reference on the host and on the device.
-
-template <class T>
-HostImage<T> complement(HostImage<T> image) {
-    auto* bytes = reinterpret_cast<std::uint8_t*>(image.data());
-    for (std::size_t i = 0; i < image.size_bytes(); ++i) bytes[i] = static_cast<std::uint8_t>(~bytes[i]);
-    return image;
-}
 
 struct Workspace {
     Problem problem;
@@ -262,21 +256,12 @@ struct RowState {
 class Session {
 public:
     explicit Session(const std::string& results_dir) : gpu_(autotune::current_gpu_identity()) {
-        KLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         flusher_ = std::make_unique<autotune::L2Flusher>();
         std::vector<std::string> warnings;
         cache_ = autotune::TuningCache::load_directory(results_dir, warnings);
         for (const std::string& w : warnings) std::fprintf(stderr, "klab-bench: warning: %s\n", w.c_str());
     }
-    ~Session() {
-        // What ran on the stream goes first, the stream last.
-        rows_.clear();
-        workspace_.reset();
-        flusher_.reset();
-        KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_));
-    }
-
-    cudaStream_t stream() const { return stream_; }
+    cudaStream_t stream() const { return stream_.get(); }
     autotune::L2Flusher& flusher() { return *flusher_; }
 
     Workspace& workspace(const Problem& problem) {
@@ -298,7 +283,7 @@ public:
             options.budget_seconds = 0.1;
             options.target_spread = 0.0;  // always the full sample count
             const autotune::Timing t =
-                autotune::measure([&pair](cudaStream_t s) { pair.enqueue(s); }, *flusher_, stream_, options);
+                autotune::measure([&pair](cudaStream_t s) { pair.enqueue(s); }, *flusher_, stream_.get(), options);
             // The mean, as Google Benchmark reports each repetition of the rows it is compared with.
             double sum = 0;
             for (double us : t.samples_us) sum += us;
@@ -337,7 +322,7 @@ public:
 
 private:
     autotune::GpuIdentity gpu_;
-    cudaStream_t stream_ = nullptr;
+    CudaStream stream_;  // declared first, so destroyed last: after the work that ran on it
     std::unique_ptr<autotune::L2Flusher> flusher_;
     autotune::TuningCache cache_;
     std::unique_ptr<Workspace> workspace_;

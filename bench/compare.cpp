@@ -237,7 +237,8 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
     }
     int baselines_moved = 0;
     for (CompareRow& row : c.rows) {
-        const bool failed_in_new = row.verdict == Verdict::error && row.note.find("in NEW") != std::string::npos;
+        const BenchRun* in_new = new_file.find(row.name);
+        const bool failed_in_new = in_new != nullptr && (!in_new->error.empty() || in_new->samples_us.empty());
         row.fails_gate = row.verdict == Verdict::slower || row.verdict == Verdict::removed || failed_in_new;
         // NPP, the copy floor and the CPU reference measure the machine, not klab's code: their
         // verdicts are shown, and a moved baseline is a warning about the comparison itself.

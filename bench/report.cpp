@@ -58,14 +58,6 @@ std::string role_of(const std::string& row) {
     return is_variant(row) ? "variant" : "baseline";
 }
 
-// The NPP family a filter is compared with (bench/README.md, "Comparing a row with NPP").
-std::string npp_family(const std::string& filter) {
-    if (starts_with(filter, "gauss")) return "npp.gauss";
-    if (starts_with(filter, "box")) return "npp.box";
-    if (filter == "sobel") return "npp.sobel";
-    if (filter == "integral") return "npp.integral";
-    return "";
-}
 
 std::string gauss(int k) { return fmt::format("gauss{}", k); }
 std::string mask_text(int k) { return fmt::format("{0}×{0}", k); }

@@ -124,8 +124,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
     };
     const auto convolution_rows = [&](const std::string& size, const Problem& p) {
         add_variants(cases, size, p);
-        if (p.mask->name().rfind("gauss", 0) == 0) npp("npp.gauss", size, p);
-        if (p.mask->name().rfind("box", 0) == 0) npp("npp.box", size, p);
+        if (const std::string family = npp_family(filter_name(p)); !family.empty()) npp(family, size, p);
     };
 
     if (study == Study::smoke) {

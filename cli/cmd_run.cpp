@@ -36,14 +36,6 @@ struct RunOptions {
     bool report = true;
 };
 
-void refuse_debug_build() {
-#if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)
-    throw Error("klab run in a debug build (stream synchronised after each launch, device code built with -G): its timings "
-                "are not the kernels'",
-                "a release build: cmake --workflow --preset release, then build/release/klab run");
-#endif
-}
-
 // Runs klab-bench's main in this process with `args`; returns its exit code.
 int run_bench(std::vector<std::string> args) {
     args.insert(args.begin(), "klab-bench");
@@ -67,7 +59,7 @@ void run_study(const RunOptions& o) {
                     "--out DIR for a shorter or filtered run, e.g. --out build/klab-run");
     }
     if (gpu) {
-        refuse_debug_build();
+        require_timing_build("run");
         const DeviceInfo& d = query.devices.front();
         fmt::print("GPU: {} (compute capability {}.{}, {} SMs); {} study, {} repetitions\n", d.name, d.cc_major, d.cc_minor,
                    d.sm_count, bench::to_string(study), o.repetitions);

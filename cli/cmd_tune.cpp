@@ -175,16 +175,6 @@ CandidateProgress terminal_progress(const std::string& label) {
 
 std::string us_text(const MeasuredCandidate& m) { return fmt::format("{:.1f}", m.us.median); }
 
-// Timings from a build that synchronises after every launch or carries device debug code (the
-// debug preset) would be cached as if they were real: refuse.
-void require_timing_build() {
-#if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)
-    throw Error("klab tune in a debug build (stream synchronised after each launch, device code built with -G): its timings "
-                "are not the kernels'",
-                "a release build: cmake --workflow --preset release, then build/release/klab tune");
-#endif
-}
-
 void check_mask_sizes(const std::vector<int>& sizes) {
     for (int k : sizes) {
         if (k % 2 == 0) throw Error(fmt::format("--mask-size {}", k), "odd sides from 1 to 31");
@@ -211,7 +201,7 @@ void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const G
 void run_tune(const TuneCliOptions& o) {
     check_mask_sizes(o.mask_sizes);
     if (!o.plan_for.empty()) return run_plan(o);
-    require_timing_build();
+    require_timing_build("tune");
     if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
     const DeviceQuery devices = query_devices();
     if (devices.devices.empty()) {
@@ -328,6 +318,17 @@ void add_tune_command(CLI::App& app) {
     cmd->add_flag("--missing-only", o->missing_only,
                   "Tune only the classes without a record of this GPU and of the variant's current source");
     cmd->callback([o] { run_tune(*o); });
+}
+
+void require_timing_build(const std::string& command) {
+#if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)
+    throw Error(fmt::format("klab {} in a debug build (stream synchronised after each launch, device code built with -G): its "
+                            "timings are not the kernels'",
+                            command),
+                fmt::format("a release build: cmake --workflow --preset release, then build/release/klab {}", command));
+#else
+    (void)command;
+#endif
 }
 
 void tune_missing_classes(const std::vector<autotune::ProblemClass>& classes, const std::string& results) {

@@ -1,5 +1,5 @@
 #pragma once
-// A CUDA event owned by RAII, for timing on the GPU's own clock.
+// A CUDA event and a CUDA stream owned by RAII; events time work on the GPU's own clock.
 #include <cuda_runtime_api.h>
 
 #include "harness/cuda_check.hpp"
@@ -16,6 +16,19 @@ public:
 
 private:
     cudaEvent_t event_ = nullptr;
+};
+
+// A non-blocking CUDA stream owned by RAII: it does not wait for the legacy default stream.
+class CudaStream {
+public:
+    CudaStream() { KLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+    ~CudaStream() { KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_)); }
+    CudaStream(const CudaStream&) = delete;
+    CudaStream& operator=(const CudaStream&) = delete;
+    cudaStream_t get() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace klab

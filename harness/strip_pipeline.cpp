@@ -12,10 +12,10 @@
 
 #include "harness/border.hpp"
 #include "harness/cuda_check.hpp"
+#include "harness/cuda_event.hpp"
 #include "harness/device_image.hpp"
 #include "harness/device_layout.hpp"
 #include "harness/error.hpp"
-#include "harness/reference/reference.hpp"
 
 namespace klab {
 
@@ -80,18 +80,6 @@ public:
 
 private:
     void* registered_ = nullptr;
-};
-
-class Stream {
-public:
-    Stream() { KLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-    ~Stream() { KLAB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_)); }
-    Stream(const Stream&) = delete;
-    Stream& operator=(const Stream&) = delete;
-    cudaStream_t get() const { return stream_; }
-
-private:
-    cudaStream_t stream_ = nullptr;
 };
 
 // One stream's device memory: the strip as uploaded (AoS) and as filtered (AoS), and their SoA
@@ -222,7 +210,7 @@ struct StripPipeline::Resources {
     StripSplit plan;
     int radius = 0;
     std::optional<DeviceMask> mask;  // shared by every plan, read only
-    std::vector<std::unique_ptr<Stream>> streams;
+    std::vector<std::unique_ptr<CudaStream>> streams;
     std::vector<Slot> slots;
     std::vector<std::vector<LaunchPlan>> plans;  // [slot][full strip, last strip]
 };
@@ -257,7 +245,7 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
     res.slots.resize(static_cast<std::size_t>(res.plan.streams));
     res.plans.resize(static_cast<std::size_t>(res.plan.streams));
     for (int s = 0; s < res.plan.streams; ++s) {
-        res.streams.push_back(std::make_unique<Stream>());
+        res.streams.push_back(std::make_unique<CudaStream>());
         Slot& slot = res.slots[static_cast<std::size_t>(s)];
         slot.input = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::aos});
         slot.output = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, Layout::aos});
@@ -372,13 +360,7 @@ std::size_t device_memory_budget() {
 }
 
 std::size_t one_shot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
-    if (problem.op == Operation::integral) {  // input, output of the integral's element type, scratch
-        const std::size_t element =
-            reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u64 ? 8 : 4;
-        const std::size_t row = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
-        return (padded_row_bytes(row) + padded_row_bytes(row * element)) * problem.shape.height +
-               variant.scratch_bytes(problem, shape);
-    }
+    if (const Support s = strips_support(problem); !s) throw Error(fmt::format("{}: {}", to_string(problem), s.reason()));
     return slot_bytes(variant, problem, shape, problem.shape.height);
 }
 
@@ -391,9 +373,8 @@ Support strips_support(const Problem& problem) {
 
 PipelineRun run_pipelined(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& input,
                           ImageU8& output, const PipelineOptions& options) {
-    if (const Support s = strips_support(problem); !s) throw Error(fmt::format("strips for {}: {}", to_string(problem), s.reason()));
     const auto started = std::chrono::steady_clock::now();
-    StripPipeline pipeline(variant, problem, shape, options);
+    StripPipeline pipeline(variant, problem, shape, options);  // refuses what strips cannot run
     PipelineRun run = pipeline.run(input, output, options.pin_host);
     run.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return run;

@@ -88,7 +88,8 @@ private:
 // a malformed variable, naming it and what it accepts.
 std::size_t device_memory_budget();
 
-// Device memory the one-shot path needs for `problem` (input, output, layout copies, scratch).
+// Device memory the one-shot path needs for `problem` (input, output, layout copies, scratch);
+// throws klab::Error for a problem the pipeline does not run (strips_support()).
 std::size_t one_shot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape);
 
 // Whether `problem` can go through strips (convolve, sobel); the reason when not.
