@@ -75,6 +75,10 @@ std::optional<BenchName> BenchName::parse(std::string_view name) {
     return n;
 }
 
+bool is_link_row(std::string_view row) {
+    return row == "e2e.upload" || row == "e2e.download" || row == "e2e.bidirectional";
+}
+
 std::string npp_family(const std::string& filter) {
     if (filter.rfind("gauss", 0) == 0) return "npp.gauss";
     if (filter.rfind("box", 0) == 0) return "npp.box";

@@ -33,6 +33,10 @@ struct BenchName {
 // none): bench/README.md, "Comparing a row with NPP". The study picks its NPP rows by it too.
 std::string npp_family(const std::string& filter);
 
+// Whether `row` is one of the host-device link floors of the end-to-end rows (e2e.upload,
+// e2e.download, e2e.bidirectional): they copy the image's bytes and filter nothing.
+bool is_link_row(std::string_view row);
+
 // One benchmark with its repetitions.
 struct BenchRun {
     std::string name;                // run name without the time suffix

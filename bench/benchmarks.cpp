@@ -24,6 +24,7 @@
 #include "autotune/timing.hpp"
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
+#include "bench/bench_json.hpp"
 #include "bench/npp_baselines.hpp"
 #include "bench/study.hpp"
 #include "harness/cuda_check.hpp"
@@ -503,15 +504,21 @@ void run_guarded(benchmark::State& state, const BenchCase& c, void (*time_row)(b
 // End-to-end rows: host image to host image through harness/strip_pipeline.hpp, timed by the
 // host's clock around the whole call (several streams run at once: no single pair of events
 // brackets it). "Pinned" rows register their host images once, outside the timing, as a batch
-// tool would; ".pageable" rows leave them pageable. The upload row is the floor: the image's
-// bytes host to device from pinned memory, nothing else.
+// tool would; ".pageable" rows leave them pageable. The link rows are the floors, from pinned
+// memory, filtering nothing: the image's bytes up alone (e2e.upload), down alone (e2e.download),
+// and both at once on two streams (e2e.bidirectional: what an ideal pipeline's copies take).
+
+enum class LinkCopy { none, upload, download, both };
 
 struct EndToEnd {
     ImageU8 input;
     ImageU8 output;
     std::vector<void*> registered;  // host memory pinned for the row, unpinned with it
     std::unique_ptr<StripPipeline> pipeline;
-    std::unique_ptr<DeviceImage<std::uint8_t>> device;  // e2e.upload's destination
+    LinkCopy link = LinkCopy::none;
+    std::unique_ptr<DeviceImage<std::uint8_t>> device_input;   // the link rows' device images
+    std::unique_ptr<DeviceImage<std::uint8_t>> device_output;
+    std::unique_ptr<CudaStream> up, down;
     bool pin = false;
     std::string label;
     std::string error;
@@ -526,15 +533,23 @@ struct EndToEnd {
         KLAB_CUDA_CHECK(cudaHostRegister(image.data(), image.size_bytes(), cudaHostRegisterDefault));
         registered.push_back(image.data());
     }
+    void copy(bool upload, cudaStream_t stream) {
+        if (upload) {
+            device_input->upload(input, stream);
+        } else {
+            device_output->download_async(output, stream);
+        }
+    }
     // One run of the row; returns its wall time in microseconds.
     double run() {
         const auto start = Clock::now();
-        if (device) {
-            KLAB_CUDA_CHECK(cudaMemcpy2D(device->view().data, device->pitch_bytes(), input.data(), input.pitch_bytes(),
-                                         static_cast<std::size_t>(input.width()) * input.channels(), input.height(),
-                                         cudaMemcpyHostToDevice));
-        } else {
+        if (link == LinkCopy::none) {
             pipeline->run(input, output, pin);
+        } else {
+            if (link != LinkCopy::download) copy(true, up->get());
+            if (link != LinkCopy::upload) copy(false, down->get());
+            KLAB_CUDA_CHECK(cudaStreamSynchronize(up->get()));
+            KLAB_CUDA_CHECK(cudaStreamSynchronize(down->get()));
         }
         return seconds_since(start) * 1e6;
     }
@@ -543,6 +558,12 @@ struct EndToEnd {
 std::map<std::string, std::unique_ptr<EndToEnd>>& end_to_end_rows() {
     static std::map<std::string, std::unique_ptr<EndToEnd>> rows;
     return rows;
+}
+
+// "e2e.pipelined.strips12" -> 12; 0 (the automatic split) for any other row.
+int strips_of_row(const std::string& row) {
+    const std::string prefix = "e2e.pipelined.strips";
+    return row.rfind(prefix, 0) == 0 ? std::stoi(row.substr(prefix.size())) : 0;
 }
 
 // The variant the end-to-end rows filter with: the separable one where the mask allows (the
@@ -557,9 +578,16 @@ std::unique_ptr<EndToEnd> make_end_to_end(const BenchCase& c) {
         row->pin_host(row->input);
         row->pin_host(row->output);
     }
-    if (c.row == "e2e.upload") {
-        row->device = std::make_unique<DeviceImage<std::uint8_t>>(c.problem.shape);
-        row->label = "cudaMemcpy2D host to device of the input, pinned";
+    if (is_link_row(c.row)) {
+        row->link = c.row == "e2e.upload" ? LinkCopy::upload : c.row == "e2e.download" ? LinkCopy::download : LinkCopy::both;
+        row->device_input = std::make_unique<DeviceImage<std::uint8_t>>(c.problem.shape);
+        row->device_output = std::make_unique<DeviceImage<std::uint8_t>>(c.problem.shape);
+        KLAB_CUDA_CHECK(cudaMemset(row->device_output->view().data, 0, row->device_output->pitch_bytes() * c.problem.shape.height));
+        row->up = std::make_unique<CudaStream>();
+        row->down = std::make_unique<CudaStream>();
+        row->label = row->link == LinkCopy::upload     ? "cudaMemcpy2DAsync of the image host to device, pinned"
+                     : row->link == LinkCopy::download ? "cudaMemcpy2DAsync of the image device to host, pinned"
+                                                       : "both at once on two streams: the image up and another down, pinned";
         return row;
     }
     const Variant* variant = Registry::instance().find("conv.separable_fused");
@@ -569,16 +597,18 @@ std::unique_ptr<EndToEnd> make_end_to_end(const BenchCase& c) {
     as_variant.variant = variant;
     const LaunchShape shape = session().shape_for(as_variant).first;
     const bool pipelined = c.row.rfind("e2e.pipelined", 0) == 0;
-    row->pipeline = std::make_unique<StripPipeline>(pipelined ? StripPipeline(*variant, c.problem, shape, PipelineOptions{})
+    PipelineOptions options;
+    options.strips = strips_of_row(c.row);
+    row->pipeline = std::make_unique<StripPipeline>(pipelined ? StripPipeline(*variant, c.problem, shape, options)
                                                               : StripPipeline::one_shot(*variant, c.problem, shape));
     // Verified once, like every GPU row: the strip path must equal the CPU reference.
-    row->pipeline->run(row->input, row->output, row->pin);
+    const PipelineRun first = row->pipeline->run(row->input, row->output, row->pin);
     const ImageU8 expected = reference::convolve(row->input, *c.problem.mask, c.problem.border, 0);
     const Verification v = verify_convolution(row->input, *c.problem.mask, c.problem.border, expected, row->output,
                                               variant->coefficient_error(c.problem));
     if (!v.ok()) throw Error(fmt::format("{} differs from the CPU reference: {}", c.name(), v.summary()), "a verified result");
-    row->label = fmt::format("{} {}, {} {}, {}", variant->name(), to_string(shape), pipelined ? "strip pipeline" : "one shot",
-                             fmt::format("{} strip(s)", row->pipeline->strips()), pageable ? "pageable host memory" : "pinned host memory");
+    row->label = fmt::format("{} {}, {}: {} strip(s), {} in flight, {} host memory", variant->name(), to_string(shape),
+                             pipelined ? "strip pipeline" : "one shot", first.strips, first.in_flight, pageable ? "pageable" : "pinned");
     return row;
 }
 
@@ -604,8 +634,11 @@ void time_end_to_end_row(benchmark::State& state, const BenchCase& c) {
         total_us += us;
     }
     const double mean_us = total_us / static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
-    const double upload_bytes = static_cast<double>(row->input.width()) * row->input.height() * row->input.channels();
-    const double download_bytes = row->device ? 0.0 : static_cast<double>(row->output.width()) * row->output.height() * row->output.channels();
+    const double image_bytes = static_cast<double>(row->input.width()) * row->input.height() * row->input.channels();
+    const double upload_bytes = row->link == LinkCopy::download ? 0.0 : image_bytes;
+    const double download_bytes = row->link == LinkCopy::upload ? 0.0
+                                                                : static_cast<double>(row->output.width()) * row->output.height() *
+                                                                      row->output.channels();
     set_counter(state, "bytes_read", upload_bytes);
     set_counter(state, "bytes_written", download_bytes);
     set_counter(state, "bytes_per_second", (upload_bytes + download_bytes) / (mean_us * 1e-6));

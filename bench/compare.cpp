@@ -249,7 +249,7 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
         }
     }
     if (baselines_moved > 0) {
-        c.warnings.push_back(fmt::format("{} baseline row(s) (NPP, copy, CPU reference) moved beyond noise and threshold: the two "
+        c.warnings.push_back(fmt::format("{} baseline row(s) (NPP, copy, host-device link, CPU reference) moved beyond noise and threshold: the two "
                                          "runs' machines or conditions differ, so read the other verdicts with care",
                                          baselines_moved));
     }
@@ -260,7 +260,7 @@ bool is_baseline_row(const std::string& name) {
     for (const char* prefix : {"npp.", "baseline.", "cpu."}) {
         if (name.rfind(prefix, 0) == 0) return true;
     }
-    return false;
+    return is_link_row(name.substr(0, name.find('/')));
 }
 
 int Comparison::gate_failures() const {

@@ -599,23 +599,31 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
     return out;
 }
 
-// Host image to host image (issue 7): each row against the upload alone, in the same file.
+// Host image to host image (issue 7): each row against the link's floors of its size, in the same
+// file: the upload alone, and both directions at once (what a perfect overlap's copies take).
 std::string end_to_end_section(const Rows& rows) {
     std::string out = "## 7. End to end: host to device to host\n\n";
     std::vector<Row> list = rows.plain([](const BenchName& n) { return is_end_to_end(n.row); });
     sort_by_size(list);
     if (list.empty()) return out + skipped("end-to-end paths (e2e.*)");
-    out += "Host wall time of the whole path (upload, filter, download) per image; × upload = the row's median over the "
-           "median of `e2e.upload` of the same size (the image's bytes host to device from pinned memory, nothing else).\n\n";
-    Table t{{"size", "row", "median µs", "× upload", "GB/s (up + down)", "how"}, "llrrrl", {}};
-    for (const Row& r : list) {
-        const Row* upload = nullptr;
-        for (const Row& u : rows.all) {
-            if (u.name->row == "e2e.upload" && u.name->size == r.name->size) upload = &u;
+    out += "Host wall time of the whole path (upload, filter, download) per image. × upload = the row's median over the "
+           "median of `e2e.upload` of the same size (the image's bytes host to device from pinned memory, nothing else); "
+           "× both ways = over `e2e.bidirectional` (the image up and another down at once: the copies of a perfect "
+           "overlap).\n\n";
+    const auto floor_of = [&](const Row& r, const char* floor) -> const Row* {
+        for (const Row& f : rows.all) {
+            if (f.name->row == floor && f.name->size == r.name->size) return &f;
         }
+        return nullptr;
+    };
+    Table t{{"size", "row", "median µs", "× upload", "× both ways", "GB/s (up + down)", "how"}, "llrrrrl", {}};
+    for (const Row& r : list) {
+        const Row* upload = floor_of(r, "e2e.upload");
+        const Row* both = floor_of(r, "e2e.bidirectional");
         const std::optional<double> bandwidth = counter(*r.run, "bytes_per_second");
         t.rows.push_back({r.name->size, r.name->row, us_text(r.us), upload ? multiple_text(r.us / upload->us) : kNone,
-                          bandwidth ? fmt::format("{:.1f}", *bandwidth / 1e9) : kNone, r.run->label});
+                          both ? multiple_text(r.us / both->us) : kNone, bandwidth ? fmt::format("{:.1f}", *bandwidth / 1e9) : kNone,
+                          r.run->label});
     }
     return out + render(t);
 }

@@ -45,13 +45,18 @@ void add_row(std::vector<BenchCase>& cases, RowKind kind, const std::string& row
     cases.push_back({kind, row, size, problem, nullptr, std::nullopt});
 }
 
-// The end-to-end rows of one size: the upload alone (the floor of any host-to-host path), then the
-// synchronous one-shot path and the strip pipeline, each from pinned and from pageable memory.
-void add_end_to_end(std::vector<BenchCase>& cases, const std::string& size) {
+// The end-to-end rows of one size: the link's floors (the image's bytes up alone, down alone, and
+// both at once, pinned), then the synchronous one-shot path and the strip pipeline, each from
+// pinned and from pageable memory; with `strip_sweep`, the pinned pipeline at fixed strip counts
+// too ("e2e.pipelined.strips12").
+void add_end_to_end(std::vector<BenchCase>& cases, const std::string& size, bool strip_sweep) {
     const Problem p = gaussian(size, 5);
-    for (const char* row : {"e2e.upload", "e2e.one_shot", "e2e.one_shot.pageable", "e2e.pipelined", "e2e.pipelined.pageable"}) {
+    for (const char* row : {"e2e.upload", "e2e.download", "e2e.bidirectional", "e2e.one_shot", "e2e.one_shot.pageable",
+                            "e2e.pipelined", "e2e.pipelined.pageable"}) {
         add_row(cases, RowKind::end_to_end, row, size, p);
     }
+    if (!strip_sweep) return;
+    for (int strips : {6, 12, 48, 96}) add_row(cases, RowKind::end_to_end, fmt::format("e2e.pipelined.strips{}", strips), size, p);
 }
 
 }  // namespace
@@ -97,7 +102,7 @@ std::string BenchCase::name() const {
     n.row = row;
     n.size = size;
     n.format = format_name(problem.shape);
-    const bool copy = kind == RowKind::copy || row == "e2e.upload";  // rows that copy bytes, filtering nothing
+    const bool copy = kind == RowKind::copy || is_link_row(row);  // rows that copy bytes, filtering nothing
     n.filter = copy ? "copy" : filter_name(problem);
     n.border = (copy || problem.op == Operation::integral) ? "none" : to_string(problem.border);
     if (forced_shape) n.block = fmt::format("{}x{}", forced_shape->block_x, forced_shape->block_y);
@@ -138,7 +143,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         const Problem integral = op_problem(Operation::integral, size, 1, Border{});
         add_variants(cases, size, integral);
         npp("npp.integral", size, integral);
-        add_end_to_end(cases, size);
+        add_end_to_end(cases, size, false);
         return cases;
     }
 
@@ -176,7 +181,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         npp("npp.integral", size, integral);
     }
     // 6b. End to end, host to device to host (seed 000; issue 7): 8K RGB Gaussian 5x5.
-    add_end_to_end(cases, "8K");
+    add_end_to_end(cases, "8K", study == Study::full);
     // 5. Block shapes (seed 001, table 2): every 100%-occupancy shape of one variant.
     if (study == Study::full && block_study_shapes != nullptr) {
         const Variant& v = Registry::instance().get(kBlockStudyVariant);

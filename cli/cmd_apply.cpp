@@ -49,7 +49,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kMaxStrips = 65536;
-constexpr int kMaxStreams = 16;  // PipelineOptions::streams
+constexpr int kMaxInFlight = 16;  // PipelineOptions::in_flight
 
 struct ApplyOptions {
     std::string backend = "cpu";
@@ -63,8 +63,8 @@ struct ApplyOptions {
     bool verify = false;  // GPU only: compare with the CPU reference before writing
     int strips = 0;       // GPU: --strips N forces the strip path with N strips
     bool strips_given = false;
-    int streams = 3;      // GPU: CUDA streams of the strip path
-    bool streams_given = false;
+    int in_flight = 3;    // GPU: strips on the device at once in the strip path
+    bool in_flight_given = false;
     bool sync = false;    // GPU: the synchronous one-shot path
     std::vector<std::string> paths;  // IN OUT; with --out-dir, the inputs
     std::string out_dir;
@@ -170,23 +170,23 @@ void check_cpu_options(const ApplyOptions& o) {
     if (o.verify) {
         throw Error("--verify with --backend cpu: the CPU backend is the reference itself", "--verify with --backend gpu only");
     }
-    if (o.strips_given || o.streams_given || o.sync) {
-        throw Error(fmt::format("{} with --backend cpu: strips, streams and the synchronous path are the GPU pipeline's",
-                                o.strips_given ? "--strips" : o.streams_given ? "--streams" : "--sync"),
-                    "--strips, --streams and --sync with --backend gpu only");
+    if (o.strips_given || o.in_flight_given || o.sync) {
+        throw Error(fmt::format("{} with --backend cpu: strips and the synchronous path are the GPU pipeline's",
+                                o.strips_given ? "--strips" : o.in_flight_given ? "--in-flight" : "--sync"),
+                    "--strips, --in-flight and --sync with --backend gpu only");
     }
 }
 
-// --sync is the one-shot path on one stream: strips and streams contradict it.
+// --sync is the one-shot path, one piece at a time: strips in flight contradict it.
 void check_pipeline_options(const ApplyOptions& o) {
     if (o.sync && o.strips_given) {
         throw Error(fmt::format("--sync with --strips {}: --sync filters the whole image in one piece, --strips cuts it into strips",
                                 o.strips),
                     "one of them");
     }
-    if (o.sync && o.streams_given) {
-        throw Error(fmt::format("--sync with --streams {}: the synchronous path runs on one stream", o.streams),
-                    "--streams without --sync (the strip path)");
+    if (o.sync && o.in_flight_given) {
+        throw Error(fmt::format("--sync with --in-flight {}: the synchronous path holds the whole image, one piece", o.in_flight),
+                    "--in-flight without --sync (the strip path)");
     }
 }
 
@@ -569,23 +569,23 @@ private:
             return run_one_shot(variant, problem, shape, image, output);
         }
         PipelineOptions options;
-        options.streams = o_.streams;
+        options.in_flight = o_.in_flight;
         if (o_.strips_given) {
             require_strips(problem);
             options.strips = o_.strips;
-            notes.push_back(fmt::format("gpu path: strips (--strips {}) on {} stream{}", o_.strips, o_.streams, o_.streams == 1 ? "" : "s"));
+            notes.push_back(fmt::format("gpu path: strips (--strips {}), {} in flight", o_.strips, o_.in_flight));
             return run_pipelined(variant, problem, shape, image, output, options);
         }
         const std::size_t budget = device_memory_budget();
         if (needed <= budget) {
             notes.push_back(fmt::format("gpu path: one shot: the image needs {} of device memory, the budget is {}{}", megabytes(needed),
-                                        megabytes(budget), o_.streams_given ? " (--streams applies to strips only)" : ""));
+                                        megabytes(budget), o_.in_flight_given ? " (--in-flight applies to strips only)" : ""));
             return run_one_shot(variant, problem, shape, image, output);
         }
         require_strips(problem);
         options.device_budget_bytes = budget;
-        notes.push_back(fmt::format("gpu path: the image needs {} of device memory, the budget is {}: strips on {} stream{}",
-                                    megabytes(needed), megabytes(budget), o_.streams, o_.streams == 1 ? "" : "s"));
+        notes.push_back(fmt::format("gpu path: the image needs {} of device memory, the budget is {}: strips, {} in flight",
+                                    megabytes(needed), megabytes(budget), o_.in_flight));
         return run_pipelined(variant, problem, shape, image, output, options);
     }
 
@@ -721,12 +721,13 @@ void add_apply_command(CLI::App& app) {
     cmd->add_flag("--verify", o->verify,
                   "GPU only: also run the CPU reference and compare; a difference is an error and nothing is written");
     CLI::Option* strips = cmd->add_option("--strips", o->strips,
-                                          "GPU: cut the image into N horizontal strips on several streams (default: strips only "
+                                          "GPU: cut the image into N horizontal strips that overlap upload, kernel and download (default: strips only "
                                           "when the image does not fit the device-memory budget, KLAB_DEVICE_MEMORY_BUDGET)")
                               ->check(CLI::Range(1, kMaxStrips));
-    CLI::Option* streams = cmd->add_option("--streams", o->streams, "GPU: CUDA streams of the strip path")
-                               ->check(CLI::Range(1, kMaxStreams))
-                               ->capture_default_str();
+    CLI::Option* in_flight = cmd->add_option("--in-flight", o->in_flight,
+                                             "GPU: strips on the device at once in the strip path (one device buffer each)")
+                                 ->check(CLI::Range(1, kMaxInFlight))
+                                 ->capture_default_str();
     cmd->add_flag("--sync", o->sync, "GPU: the synchronous path (upload all, filter, download all); not with --strips");
     cmd->add_option("--layout", o->layout, "Pixel layout during filtering: aos (interleaved) or soa (planar)")
         ->check(CLI::IsMember({"aos", "soa"}))
@@ -746,9 +747,9 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("PATHS", o->paths,
                     "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
                     "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");
-    cmd->callback([o, strips, streams] {
+    cmd->callback([o, strips, in_flight] {
         o->strips_given = strips->count() > 0;
-        o->streams_given = streams->count() > 0;
+        o->in_flight_given = in_flight->count() > 0;
         run_apply(*o);
     });
 }

@@ -1,5 +1,6 @@
 #pragma once
-// A CUDA event and a CUDA stream owned by RAII; events time work on the GPU's own clock.
+// A CUDA event and a CUDA stream owned by RAII; events time work on the GPU's own clock or
+// order one stream after another.
 #include <cuda_runtime_api.h>
 
 #include "harness/cuda_check.hpp"
@@ -8,7 +9,8 @@ namespace klab {
 
 class CudaEvent {
 public:
-    CudaEvent() { KLAB_CUDA_CHECK(cudaEventCreate(&event_)); }
+    // cudaEventDisableTiming for an event that only orders streams (lighter to record and wait on).
+    explicit CudaEvent(unsigned flags = cudaEventDefault) { KLAB_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
     ~CudaEvent() { KLAB_CUDA_CHECK_NOTHROW(cudaEventDestroy(event_)); }
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;

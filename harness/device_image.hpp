@@ -69,10 +69,15 @@ public:
     }
     // Copies this image into `host` (same shape required) and waits for the copy.
     void download(HostImage<T>& host, cudaStream_t stream = nullptr) const {
+        download_async(host, stream);
+        KLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    // The same without waiting: `host` must be pinned for the copy to be asynchronous, and must
+    // not be read before `stream` is synchronised.
+    void download_async(HostImage<T>& host, cudaStream_t stream) const {
         require_same_shape(host.shape(), "download");
         KLAB_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), host.pitch_bytes(), data_, pitch_bytes_, row_bytes(),
                                           static_cast<std::size_t>(shape_.rows()), cudaMemcpyDeviceToHost, stream));
-        KLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     HostImage<T> download(cudaStream_t stream = nullptr) const {
         HostImage<T> host(shape_);

@@ -21,8 +21,8 @@ namespace klab {
 
 namespace {
 
-constexpr int kMaxStreams = 16;
-constexpr int kStripsPerStream = 8;               // the automatic split's most strips per stream
+constexpr int kMaxInFlight = 16;
+constexpr int kAutomaticStrips = 24;              // the automatic split's strip count
 constexpr std::size_t kMinStripBytes = 2u << 20;  // and its least input per strip
 // cudaMallocPitch's row alignment on current GPUs: what a strip's rows cost at the most.
 constexpr std::size_t kPitchAlignment = 512;
@@ -82,14 +82,18 @@ private:
     void* registered_ = nullptr;
 };
 
-// One stream's device memory: the strip as uploaded (AoS) and as filtered (AoS), and their SoA
-// twins when the variant runs planar. A stream reuses its slot for every strip it takes: stream
-// order keeps one strip's download before the next one's upload.
+// One strip in flight: its device memory (the strip as uploaded and as filtered, AoS, and their SoA
+// twins when the variant runs planar), its launch plans (full strips, the last strip) and the
+// events that order its steps across the three streams. Strips take the slots in turn.
 struct Slot {
     DeviceImage<std::uint8_t> input;
     DeviceImage<std::uint8_t> output;
     DeviceImage<std::uint8_t> input_soa;
     DeviceImage<std::uint8_t> output_soa;
+    std::vector<LaunchPlan> plans;  // [full strip, last strip]
+    CudaEvent uploaded{cudaEventDisableTiming};
+    CudaEvent filtered{cudaEventDisableTiming};
+    CudaEvent downloaded{cudaEventDisableTiming};
 };
 
 // A view of the first `rows` image rows of `image` (allocated for the largest strip).
@@ -119,17 +123,19 @@ std::size_t slot_bytes(const Variant& variant, const Problem& problem, const Lau
 }  // namespace
 
 StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
-    if (o.streams < 1 || o.streams > kMaxStreams) {
-        throw Error(fmt::format("{} streams", o.streams), fmt::format("1 to {}", kMaxStreams));
+    if (o.in_flight < 1 || o.in_flight > kMaxInFlight) {
+        throw Error(fmt::format("{} strips in flight", o.in_flight), fmt::format("1 to {}", kMaxInFlight));
     }
     if (o.strips < 0) throw Error(fmt::format("{} strips", o.strips), "0 (automatic) or a positive count");
     const int height = problem.shape.height;
     const std::size_t budget = o.device_budget_bytes != 0 ? o.device_budget_bytes : device_memory_budget();
-    // The most rows per strip the budget holds with every stream's slot allocated.
+    // The most rows per strip the budget holds with every slot allocated: as many slots as
+    // strips of that height, up to in_flight.
+    const auto slots_for = [&](int rows) { return std::min(o.in_flight, (height + rows - 1) / rows); };
     int fit = 0;
     for (int lo = 1, hi = height; lo <= hi;) {
         const int mid = lo + (hi - lo) / 2;
-        if (static_cast<std::size_t>(std::min(o.streams, height)) * slot_bytes(variant, problem, shape, mid) <= budget) {
+        if (static_cast<std::size_t>(slots_for(mid)) * slot_bytes(variant, problem, shape, mid) <= budget) {
             fit = mid;
             lo = mid + 1;
         } else {
@@ -137,34 +143,33 @@ StripSplit plan_strip_split(const Variant& variant, const Problem& problem, cons
         }
     }
     if (fit == 0) {
-        throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB on each of {} "
-                                "stream(s)",
-                                budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, o.streams),
-                    fmt::format("a larger budget ({} or free device memory), or fewer streams", kBudgetVariable));
+        throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB in each of {} "
+                                "slot(s) in flight",
+                                budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, slots_for(1)),
+                    fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable));
     }
     StripSplit plan;
     if (o.strips > 0) {
         // More strips than rows: one row each.
         plan.strip_rows = std::max(1, (height + o.strips - 1) / o.strips);
         if (plan.strip_rows > fit) {
-            throw Error(fmt::format("{} strips of {} rows for {}: {} streams need {:.1f} MB, the budget is {:.1f} MB", o.strips,
-                                    plan.strip_rows, to_string(problem), o.streams,
-                                    o.streams * slot_bytes(variant, problem, shape, plan.strip_rows) / 1e6, budget / 1e6),
+            throw Error(fmt::format("{} strips of {} rows for {}: {} in flight need {:.1f} MB, the budget is {:.1f} MB", o.strips,
+                                    plan.strip_rows, to_string(problem), slots_for(plan.strip_rows),
+                                    slots_for(plan.strip_rows) * slot_bytes(variant, problem, shape, plan.strip_rows) / 1e6,
+                                    budget / 1e6),
                         fmt::format("at least {} strips, or 0 to choose", (height + fit - 1) / fit));
         }
     } else {
-        // Up to eight strips per stream: the first strip's upload and the last one's download are
-        // what the overlap cannot hide, so they should be small; but no strip under 2 MiB of
-        // input, whose copies would be dominated by their fixed cost. (8K RGB on an H200, 3
-        // streams: 6 strips took 1.30x the upload alone, 12 strips 1.23x, 24 strips 1.24x: past
-        // 12 the limit is the link, whose two directions together carried 89 GB/s, not 2 x 55.)
+        // The first strip's upload and the last one's download are what the overlap cannot hide,
+        // so strips should be small; but none under 2 MiB of input, whose copies would be
+        // dominated by their fixed cost.
         const std::size_t row_bytes = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
         const int min_rows = static_cast<int>(std::max<std::size_t>(1, (kMinStripBytes + row_bytes - 1) / row_bytes));
-        const int even_rows = std::max(1, (height + kStripsPerStream * o.streams - 1) / (kStripsPerStream * o.streams));
+        const int even_rows = std::max(1, (height + kAutomaticStrips - 1) / kAutomaticStrips);
         plan.strip_rows = std::min({fit, height, std::max(even_rows, min_rows)});
     }
     plan.strips = (height + plan.strip_rows - 1) / plan.strip_rows;
-    plan.streams = std::min(o.streams, plan.strips);
+    plan.in_flight = std::min(o.in_flight, plan.strips);
     return plan;
 }
 
@@ -201,8 +206,8 @@ void upload_rows(const ImageU8& input, const Border& border, int first, int coun
 
 }  // namespace
 
-// Every slot's memory and plans are made here, before any copy: an allocation inside the strip
-// loop would synchronise the device and serialise the streams.
+// Every slot's memory, events and plans are made here, before any copy: an allocation inside the
+// strip loop would synchronise the device and stall the queues.
 struct StripPipeline::Resources {
     const Variant* variant = nullptr;
     Problem problem;
@@ -210,9 +215,10 @@ struct StripPipeline::Resources {
     StripSplit plan;
     int radius = 0;
     std::optional<DeviceMask> mask;  // shared by every plan, read only
-    std::vector<std::unique_ptr<CudaStream>> streams;
-    std::vector<Slot> slots;
-    std::vector<std::vector<LaunchPlan>> plans;  // [slot][full strip, last strip]
+    CudaStream upload_stream;        // every strip's upload, in strip order
+    CudaStream filter_stream;        // every strip's kernel (and layout conversions)
+    CudaStream download_stream;      // every strip's download
+    std::vector<std::unique_ptr<Slot>> slots;
 };
 
 StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, const LaunchShape& shape,
@@ -232,7 +238,7 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
     if (one_shot) {
         res.plan.strip_rows = problem.shape.height;
         res.plan.strips = 1;
-        res.plan.streams = 1;
+        res.plan.in_flight = 1;
     } else {
         res.plan = plan_strip_split(variant, problem, shape, options);
     }
@@ -242,11 +248,8 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
     const int slot_rows = res.plan.strip_rows + 2 * r;
     const int last_rows = problem.shape.height - (res.plan.strips - 1) * res.plan.strip_rows;
     if (problem.mask) res.mask.emplace(*problem.mask);
-    res.slots.resize(static_cast<std::size_t>(res.plan.streams));
-    res.plans.resize(static_cast<std::size_t>(res.plan.streams));
-    for (int s = 0; s < res.plan.streams; ++s) {
-        res.streams.push_back(std::make_unique<CudaStream>());
-        Slot& slot = res.slots[static_cast<std::size_t>(s)];
+    for (int s = 0; s < res.plan.in_flight; ++s) {
+        Slot& slot = *res.slots.emplace_back(std::make_unique<Slot>());
         slot.input = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::aos});
         slot.output = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, Layout::aos});
         if (soa) {
@@ -254,10 +257,10 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
             slot.output_soa = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, out_shape.layout});
         }
         for (int rows : {res.plan.strip_rows, last_rows}) {
-            if (rows == res.plan.strip_rows && !res.plans[static_cast<std::size_t>(s)].empty()) {
-                // The last strip is a full one: its plan is the first (same stream, so sharing
-                // its scratch is safe), not a second allocation.
-                res.plans[static_cast<std::size_t>(s)].push_back(res.plans[static_cast<std::size_t>(s)].front());
+            if (rows == res.plan.strip_rows && !slot.plans.empty()) {
+                // The last strip is a full one: its plan is the first (kernels run one at a time,
+                // so sharing its scratch is safe), not a second allocation.
+                slot.plans.push_back(slot.plans.front());
                 continue;
             }
             Problem strip = problem;
@@ -266,7 +269,7 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
             buffers.input = strip_buffer(soa ? slot.input_soa : slot.input, strip.shape.height);
             buffers.output = strip_buffer(soa ? slot.output_soa : slot.output, strip.shape.height);
             if (res.mask) buffers.mask = res.mask->view();
-            res.plans[static_cast<std::size_t>(s)].push_back(prepare(variant, strip, buffers, shape));
+            slot.plans.push_back(prepare(variant, strip, buffers, shape));
         }
     }
 }
@@ -298,42 +301,54 @@ PipelineRun StripPipeline::run(const ImageU8& input, ImageU8& output, bool pin_h
     const int r = res.radius;
     const bool soa = problem.shape.layout == Layout::soa;
     const std::size_t out_row_bytes = static_cast<std::size_t>(out_shape.width) * out_shape.channels;
+    const cudaStream_t up = res.upload_stream.get();
+    const cudaStream_t filter = res.filter_stream.get();
+    const cudaStream_t down = res.download_stream.get();
+    const auto synchronize_all = [&] {
+        for (const cudaStream_t stream : {up, filter, down}) KLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    };
     try {
         for (int i = 0; i < res.plan.strips; ++i) {
-            const auto s = static_cast<std::size_t>(i % res.plan.streams);
-            const cudaStream_t stream = res.streams[s]->get();
-            Slot& slot = res.slots[s];
+            Slot& slot = *res.slots[static_cast<std::size_t>(i % res.plan.in_flight)];
             const int y0 = i * res.plan.strip_rows;
             const int rows = std::min(res.plan.strip_rows, problem.shape.height - y0);
             const int n = rows + 2 * r;
-            upload_rows(input, problem.border, y0 - r, n, slot.input, stream);
-            const LaunchPlan& launch_plan = res.plans[s][rows == res.plan.strip_rows ? 0 : 1];
+            // Upload, once the slot's previous strip has left the device.
+            if (i >= res.plan.in_flight) KLAB_CUDA_CHECK(cudaStreamWaitEvent(up, slot.downloaded.get(), 0));
+            upload_rows(input, problem.border, y0 - r, n, slot.input, up);
+            KLAB_CUDA_CHECK(cudaEventRecord(slot.uploaded.get(), up));
+            // Filter.
+            KLAB_CUDA_CHECK(cudaStreamWaitEvent(filter, slot.uploaded.get(), 0));
+            const LaunchPlan& launch_plan = slot.plans[rows == res.plan.strip_rows ? 0 : 1];
             if (soa) {
                 convert_layout(strip_buffer(slot.input, n).view<const std::uint8_t>(), launch_plan.buffers.input.view<std::uint8_t>(),
-                               stream);
+                               filter);
             }
-            launch(launch_plan, stream);
+            launch(launch_plan, filter);
             if (soa) {
                 convert_layout(launch_plan.buffers.output.view<const std::uint8_t>(), strip_buffer(slot.output, n).view<std::uint8_t>(),
-                               stream);
+                               filter);
             }
-            // Output rows r .. r + rows - 1 of the strip are image rows y0 .. y0 + rows - 1.
+            KLAB_CUDA_CHECK(cudaEventRecord(slot.filtered.get(), filter));
+            // Download output rows r .. r + rows - 1 of the strip: image rows y0 .. y0 + rows - 1.
+            KLAB_CUDA_CHECK(cudaStreamWaitEvent(down, slot.filtered.get(), 0));
             const auto* strip_out = static_cast<const std::uint8_t*>(static_cast<void*>(slot.output.view().data));
             KLAB_CUDA_CHECK(cudaMemcpy2DAsync(output.row(y0), output.pitch_bytes(),
                                               strip_out + static_cast<std::size_t>(r) * slot.output.pitch_bytes(),
                                               slot.output.pitch_bytes(), out_row_bytes, static_cast<std::size_t>(rows),
-                                              cudaMemcpyDeviceToHost, stream));
+                                              cudaMemcpyDeviceToHost, down));
+            KLAB_CUDA_CHECK(cudaEventRecord(slot.downloaded.get(), down));
         }
-        for (const auto& stream : res.streams) KLAB_CUDA_CHECK(cudaStreamSynchronize(stream->get()));
+        synchronize_all();
     } catch (...) {
         // Let queued copies finish before their buffers are freed and the host images unpinned.
-        for (const auto& stream : res.streams) (void)cudaStreamSynchronize(stream->get());
+        for (const cudaStream_t stream : {up, filter, down}) (void)cudaStreamSynchronize(stream);
         throw;
     }
     PipelineRun run;
     run.strips = res.plan.strips;
     run.strip_rows = res.plan.strip_rows;
-    run.streams = res.plan.streams;
+    run.in_flight = res.plan.in_flight;
     run.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return run;
 }
@@ -344,8 +359,8 @@ StripPipeline StripPipeline::one_shot(const Variant& variant, const Problem& pro
 
 
 std::string PipelineRun::summary() const {
-    return fmt::format("{} strip{} of {} row{} on {} stream{}, {:.1f} ms", strips, strips == 1 ? "" : "s", strip_rows,
-                       strip_rows == 1 ? "" : "s", streams, streams == 1 ? "" : "s", milliseconds);
+    return fmt::format("{} strip{} of {} row{}, {} in flight, {:.1f} ms", strips, strips == 1 ? "" : "s", strip_rows,
+                       strip_rows == 1 ? "" : "s", in_flight, milliseconds);
 }
 
 std::size_t device_memory_budget() {

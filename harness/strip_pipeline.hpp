@@ -1,10 +1,18 @@
 #pragma once
 // End to end on the GPU, host image to host image (issue 7; seed 000's asynchronous model): the
 // image is cut into horizontal strips, each uploaded with the halo rows its mask needs, filtered
-// and downloaded, on several CUDA streams so that one strip's upload, another's kernel and a
-// third's download overlap. The host images are pinned (cudaHostRegister) for the run, so that
-// the copies are asynchronous DMA. The synchronous path (upload all, filter, download all) stays
-// for comparison: run_one_shot().
+// and downloaded, so that one strip's upload, another's kernel and a third's download overlap.
+// The host images are pinned (cudaHostRegister) for the run, so that the copies are asynchronous
+// DMA. The synchronous path (upload all, filter, download all) stays for comparison: run_one_shot().
+//
+// Three streams, one per engine: every upload goes on one stream, every kernel on a second, every
+// download on a third, and events order each strip's three steps. Each queue thus runs in strip
+// order, and the uploads overlap the downloads. `in_flight` device buffers (slots) take the strips
+// in turn; a strip's upload waits until the download of the strip before it in its slot has
+// finished. Kernels never run two at a time, so a variant's plans need not be safe on concurrent
+// streams (conv.constant writes its __constant__ mask in stream order). (The first version rotated
+// the strips over streams that each carried upload, kernel and download: 8K RGB Gaussian 5x5 on
+// an H200 took 1.24x the upload alone; with one queue per engine, 1.20x, in a later run.)
 //
 // Halo rows: a strip of output rows [y0, y1) needs input rows [y0 - r, y1 + r) (r: the mask's
 // vertical radius; 1 for Sobel). Rows outside the image are resolved on the host side by the
@@ -26,8 +34,8 @@
 namespace klab {
 
 struct PipelineOptions {
-    int strips = 0;   // 0: up to 8 per stream, none under 2 MiB of input, more where the budget needs them
-    int streams = 3;  // CUDA streams the strips rotate over, 1..16
+    int strips = 0;    // 0: automatic (see plan_strip_split), more where the budget needs them
+    int in_flight = 3; // strips on the device at once (one device buffer slot each), 1..16
     // Device memory the pipeline may use; 0: device_memory_budget().
     std::size_t device_budget_bytes = 0;
     // Pin the host images (cudaHostRegister) for the run when they are not pinned already; off,
@@ -38,34 +46,35 @@ struct PipelineOptions {
 struct PipelineRun {
     int strips = 0;
     int strip_rows = 0;        // output rows of every strip but the last
-    int streams = 0;
+    int in_flight = 0;
     double milliseconds = 0;   // host wall time: for run_pipelined()/run_one_shot(), allocation and pinning included
-    std::string summary() const;  // "12 strips of 360 rows on 3 streams, 41.2 ms"
+    std::string summary() const;  // "12 strips of 360 rows, 3 in flight, 41.2 ms"
 };
 
-// How a problem is cut: rows per strip (the last strip may have fewer), strips, streams used.
+// How a problem is cut: rows per strip (the last strip may have fewer), strips, slots used.
 struct StripSplit {
     int strip_rows = 0;
     int strips = 0;
-    int streams = 0;
+    int in_flight = 0;  // min(options.in_flight, strips)
 };
 
 // The split StripPipeline makes for `options`: options.strips > 0 asks for about that many strips
-// (rows split evenly; more strips than rows give one row each); 0 takes up to 8 per stream, none
-// under 2 MiB of input; either way every stream's slot must fit the budget (which needs no device
-// when options.device_budget_bytes is set). Throws klab::Error for streams outside 1..16, a
-// negative strip count, or a budget that cannot hold the strips asked for (naming both).
+// (rows split evenly; more strips than rows give one row each); 0 takes 24 strips, fewer where a
+// strip would hold under 2 MiB of input; either way the slots in flight must fit the budget (which
+// needs no device when options.device_budget_bytes is set). Throws klab::Error for in_flight
+// outside 1..16, a negative strip count, or a budget that cannot hold the strips asked for
+// (naming both).
 StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape,
                             const PipelineOptions& options);
 
-// The pipeline's device memory, streams and checked launch plans for one problem, made once and
-// reused by every run() (a batch of images of one size pays for them once).
+// The pipeline's device memory, streams, events and checked launch plans for one problem, made
+// once and reused by every run() (a batch of images of one size pays for them once).
 class StripPipeline {
 public:
-    // Plans the strips (options.strips, streams, budget), allocates every stream's buffers and
+    // Plans the strips (options.strips, in_flight, budget), allocates every slot's buffers and
     // prepares the launches. Throws klab::Error as run_pipelined() does.
     StripPipeline(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& options);
-    // The synchronous path's resources: one strip holding the whole image, one stream.
+    // The synchronous path's resources: one strip holding the whole image, one slot.
     static StripPipeline one_shot(const Variant& variant, const Problem& problem, const LaunchShape& shape);
     ~StripPipeline();
     StripPipeline(StripPipeline&&) noexcept;
@@ -102,8 +111,8 @@ Support strips_support(const Problem& problem);
 PipelineRun run_pipelined(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& input,
                           ImageU8& output, const PipelineOptions& options = {});
 
-// The synchronous path: upload the whole image, filter, download, one after another on one stream
-// (one strip holding the whole image and its halo rows). Same contract as run_pipelined();
+// The synchronous path: upload the whole image, filter, download, one after another (one strip
+// holding the whole image and its halo rows, one slot). Same contract as run_pipelined();
 // `pin_host` as in PipelineOptions.
 PipelineRun run_one_shot(const Variant& variant, const Problem& problem, const LaunchShape& shape, const ImageU8& input,
                          ImageU8& output, bool pin_host = false);

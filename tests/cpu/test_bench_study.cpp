@@ -72,9 +72,15 @@ TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
                              "sobel.fused/8K/rgb.aos/sobel/replicate", "sobel.3kernel/8K/gray/sobel/replicate",
                              "npp.sobel/8K/gray/sobel/replicate", "integral.scan/8K/gray/integral/none",
                              "integral.scan/4096x4096/gray/integral/none", "npp.integral/8K/gray/integral/none",
-                             "e2e.upload/8K/rgb.aos/copy/none", "e2e.pipelined/8K/rgb.aos/gauss5/replicate",
-                             "e2e.one_shot.pageable/8K/rgb.aos/gauss5/replicate"}) {
+                             "e2e.upload/8K/rgb.aos/copy/none", "e2e.download/8K/rgb.aos/copy/none",
+                             "e2e.bidirectional/8K/rgb.aos/copy/none", "e2e.pipelined/8K/rgb.aos/gauss5/replicate",
+                             "e2e.one_shot.pageable/8K/rgb.aos/gauss5/replicate",
+                             "e2e.pipelined.strips12/8K/rgb.aos/gauss5/replicate"}) {
         EXPECT_TRUE(has(names, name)) << name;
+    }
+    // The strip-count sweep is the full study's only.
+    for (const std::string& name : names_of(gpu_study(Study::quick, true, nullptr))) {
+        EXPECT_EQ(name.find(".strips"), std::string::npos) << name;
     }
     // Without NPP there is no NPP row; without a lister, no block row.
     for (const std::string& name : names_of(gpu_study(Study::full, false, nullptr))) {

@@ -418,16 +418,16 @@ TEST_F(Cli, ApplyPathsAndPipelineOptionsAreChecked) {
     expect_failure("apply --filter box:3 " + dir.string() + " " + out, "is a directory; allowed: an image file, or --out-dir");
     expect_failure("apply --filter box:3 --format png" + args, "--format png without --out-dir");
     expect_failure("apply --filter box:3 --format tiff --out-dir " + dir.string() + " " + input, "--format");
-    // The pipeline's options: ranges, --sync against --strips and --streams, GPU only. All are
+    // The pipeline's options: ranges, --sync against --strips and --in-flight, GPU only. All are
     // checked before the device, so they answer the same with or without a GPU.
     expect_failure("apply --backend gpu --sync --strips 4 --filter box:3" + args, "--sync with --strips 4");
-    expect_failure("apply --backend gpu --sync --streams 2 --filter box:3" + args, "--sync with --streams 2");
-    for (const char* bad : {"--strips 0", "--strips 65537", "--strips x", "--streams 0", "--streams 17"}) {
+    expect_failure("apply --backend gpu --sync --in-flight 2 --filter box:3" + args, "--sync with --in-flight 2");
+    for (const char* bad : {"--strips 0", "--strips 65537", "--strips x", "--in-flight 0", "--in-flight 17"}) {
         const std::string option = std::string(bad).substr(0, std::string(bad).find(' '));
         expect_failure(fmt::format("apply --backend gpu {} --filter box:3{}", bad, args), option + ":");
     }
     expect_failure("apply --strips 4 --filter box:3" + args, "--strips with --backend cpu");
-    expect_failure("apply --streams 2 --filter box:3" + args, "--streams with --backend cpu");
+    expect_failure("apply --in-flight 2 --filter box:3" + args, "--in-flight with --backend cpu");
     expect_failure("apply --sync --filter box:3" + args, "--sync with --backend cpu");
     EXPECT_FALSE(fs::exists(out));
     if (!cuda_device_available()) {

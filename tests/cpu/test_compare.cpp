@@ -304,11 +304,12 @@ TEST_F(CompareCli, AddedBenchmarksPassRemovedOnesFailTheGate) {
 TEST_F(CompareCli, ASlowerBaselineIsShownAndWarnedAboutNotGated) {
     // NPP and the copy floor measure the machine: 10% slower, tight, is a verdict and a warning,
     // not a failure; the same change on a klab row fails.
+    // The end-to-end link floors (e2e.upload/download/bidirectional) measure the machine too.
     const std::vector<Bench> old_benches = {{kHalo, tight(250.0), ""}, {kCopy, tight(120.0), ""},
-                                            {"npp.gauss/8K/rgb.aos/gauss9/replicate", tight(614.0), ""}};
+                                            {"npp.gauss/8K/rgb.aos/gauss9/replicate", tight(614.0), ""},
+                                            {"e2e.bidirectional/8K/rgb.aos/copy/none", tight(2030.0), ""}};
     std::vector<Bench> new_benches = old_benches;
-    new_benches[1].samples = scaled(new_benches[1].samples, 1.10);
-    new_benches[2].samples = scaled(new_benches[2].samples, 1.10);
+    for (std::size_t i = 1; i < new_benches.size(); ++i) new_benches[i].samples = scaled(new_benches[i].samples, 1.10);
     int code = -1;
     const nlohmann::json doc = compare_json(bench_json(kH200, old_benches), bench_json(kH200, new_benches), code);
     EXPECT_EQ(code, 0) << doc.dump(2);
@@ -316,7 +317,7 @@ TEST_F(CompareCli, ASlowerBaselineIsShownAndWarnedAboutNotGated) {
     EXPECT_NE(row_of(doc, kCopy).value("note", "").find("a baseline: not gated"), std::string::npos) << doc.dump(2);
     const test::CommandResult table = compare_table(bench_json(kH200, old_benches), bench_json(kH200, new_benches));
     EXPECT_EQ(table.exit_code, 0) << table.output;
-    EXPECT_NE(table.output.find("warning: 2 baseline row(s)"), std::string::npos) << table.output;
+    EXPECT_NE(table.output.find("warning: 3 baseline row(s)"), std::string::npos) << table.output;
     new_benches[0].samples = scaled(new_benches[0].samples, 1.10);
     compare_json(bench_json(kH200, old_benches), bench_json(kH200, new_benches), code);
     EXPECT_EQ(code, 1);

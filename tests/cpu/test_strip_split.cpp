@@ -12,28 +12,28 @@
 namespace klab {
 namespace {
 
-StripSplit split(int width, int height, int strips, int streams, std::size_t budget, const char* variant = "conv.halo_tiled") {
+StripSplit split(int width, int height, int strips, int in_flight, std::size_t budget, const char* variant = "conv.halo_tiled") {
     const Variant& v = Registry::instance().get(variant);
     const Problem problem = convolve_problem({width, height, 3, Layout::aos}, masks::gaussian(5), Border{});
     PipelineOptions options;
     options.strips = strips;
-    options.streams = streams;
+    options.in_flight = in_flight;
     options.device_budget_bytes = budget;
     return plan_strip_split(v, problem, v.default_shape(problem), options);
 }
 
 constexpr std::size_t kGiB = std::size_t{1} << 30;
 
-TEST(StripSplit, AutomaticTakesUpToEightStripsPerStreamNoneUnderTwoMebibytes) {
-    // 8K RGB: rows of 23,040 bytes; 4320 / (8 x 3) = 180 rows (4.1 MB) per strip: 24 strips.
+TEST(StripSplit, AutomaticTakesTwentyFourStripsNoneUnderTwoMebibytes) {
+    // 8K RGB: rows of 23,040 bytes; 4320 / 24 = 180 rows (4.1 MB) per strip.
     const StripSplit big = split(7680, 4320, 0, 3, 8 * kGiB);
     EXPECT_EQ(big.strip_rows, 180);
     EXPECT_EQ(big.strips, 24);
-    EXPECT_EQ(big.streams, 3);
-    // 1000 x 700 RGB (2.1 MB in all): strips of at least 2 MiB leave one strip on one stream.
+    EXPECT_EQ(big.in_flight, 3);
+    // 1000 x 700 RGB (2.1 MB in all): strips of at least 2 MiB leave one strip, one slot.
     const StripSplit small = split(1000, 700, 0, 3, 8 * kGiB);
     EXPECT_EQ(small.strips, 1);
-    EXPECT_EQ(small.streams, 1);
+    EXPECT_EQ(small.in_flight, 1);
 }
 
 TEST(StripSplit, AskedForStripsAreSplitEvenlyAndNeverBelowOneRow) {
@@ -42,14 +42,14 @@ TEST(StripSplit, AskedForStripsAreSplitEvenlyAndNeverBelowOneRow) {
     const StripSplit many = split(1000, 700, 1000, 5, kGiB);  // more strips than rows
     EXPECT_EQ(many.strip_rows, 1);
     EXPECT_EQ(many.strips, 700);
-    EXPECT_EQ(many.streams, 5);
+    EXPECT_EQ(many.in_flight, 5);
     const StripSplit one = split(1000, 700, 1, 3, kGiB);
     EXPECT_EQ(one.strips, 1);
-    EXPECT_EQ(one.streams, 1);
+    EXPECT_EQ(one.in_flight, 1);
 }
 
 TEST(StripSplit, TheBudgetSetsTheStripHeight) {
-    // 1 MiB for 3 streams: a slot (strip input and output, halo rows included) of about 340 KiB.
+    // 1 MiB for 3 in flight: a slot (strip input and output, halo rows included) of about 340 KiB.
     const StripSplit tight = split(1000, 700, 0, 3, std::size_t{1} << 20);
     EXPECT_GT(tight.strips, 6);
     EXPECT_LT(tight.strip_rows, 100);
@@ -61,7 +61,7 @@ TEST(StripSplit, TheBudgetSetsTheStripHeight) {
         EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
     }
     EXPECT_THROW(split(1000, 700, 1, 3, std::size_t{1} << 20), Error);
-    EXPECT_THROW(split(1000, 700, 0, 0, kGiB), Error);   // streams 1..16
+    EXPECT_THROW(split(1000, 700, 0, 0, kGiB), Error);   // in flight 1..16
     EXPECT_THROW(split(1000, 700, 0, 17, kGiB), Error);
     EXPECT_THROW(split(1000, 700, -1, 3, kGiB), Error);  // strips >= 0
 }

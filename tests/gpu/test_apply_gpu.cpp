@@ -86,7 +86,7 @@ TEST_F(ApplyGpu, StripsEqualTheSynchronousPathByteForByte) {
         const test::CommandResult r = klab(options + "--verify " + input.string() + " " + strips.string(), kSmallBudget);
         ASSERT_EQ(r.exit_code, 0) << r.output;
         EXPECT_NE(r.output.find("gpu path: the image needs"), std::string::npos) << r.output;
-        EXPECT_NE(r.output.find(": strips on 3 streams"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find(": strips, 3 in flight"), std::string::npos) << r.output;
         EXPECT_NE(r.output.find("verified against the CPU reference: ok"), std::string::npos) << r.output;
         EXPECT_EQ(file_bytes(strips), file_bytes(sync));
     }
@@ -96,13 +96,13 @@ TEST_F(ApplyGpu, ForcedStripCountsEqualTheSynchronousPath) {
     const std::string options = "apply --backend gpu --filter gaussian:7 --border wrap ";
     const fs::path sync = dir / "sync.png";
     ASSERT_EQ(klab(options + "--sync " + input.string() + " " + sync.string()).exit_code, 0);
-    // One strip, a few on one stream, more strips than rows.
-    for (const char* strips : {"--strips 1", "--strips 7 --streams 1", "--strips 1000 --streams 5"}) {
+    // One strip, a few one at a time, more strips than rows.
+    for (const char* strips : {"--strips 1", "--strips 7 --in-flight 1", "--strips 1000 --in-flight 5"}) {
         const fs::path out = dir / "out.png";
         fs::remove(out);
         const test::CommandResult r = klab(options + strips + " " + input.string() + " " + out.string());
         ASSERT_EQ(r.exit_code, 0) << strips << "\n" << r.output;
-        const std::string count = std::string(strips).substr(0, std::string(strips).find(" --s"));  // "--strips N"
+        const std::string count = std::string(strips).substr(0, std::string(strips).find(" --i"));  // "--strips N"
         const std::string expected = "gpu path: strips (" + count + ")";
         EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
         EXPECT_EQ(file_bytes(out), file_bytes(sync)) << strips;

@@ -53,12 +53,12 @@ void check_problem(const Variant& variant, const Problem& problem, std::uint32_t
 
     const int height = problem.shape.height;
     // Strips of one row (shorter than any radius here), two rows, a third of the image, one
-    // strip, more strips than rows; one stream and three.
+    // strip, more strips than rows; one strip in flight (every step waits for the last) and three.
     for (int strips : {height, (height + 1) / 2, 3, 1, height + 5}) {
-        for (int streams : {1, 3}) {
+        for (int in_flight : {1, 3}) {
             PipelineOptions options;
             options.strips = strips;
-            options.streams = streams;
+            options.in_flight = in_flight;
             ImageU8 pipelined;
             const PipelineRun run = run_pipelined(variant, problem, shape, input, pipelined, options);
             EXPECT_EQ(run.strips, expected_strips(height, strips)) << run.summary();
@@ -111,7 +111,7 @@ TEST_F(StripPipeline, ASmallBudgetSendsALargeImageThroughManyStrips) {
     ImageU8 one_shot;
     run_one_shot(variant, problem, shape, input, one_shot);
     PipelineOptions options;
-    options.device_budget_bytes = 2u << 20;  // 2 MiB: strips of a few dozen rows on 3 streams
+    options.device_budget_bytes = 2u << 20;  // 2 MiB: strips of a few dozen rows, 3 in flight
     ImageU8 pipelined;
     const PipelineRun run = run_pipelined(variant, problem, shape, input, pipelined, options);
     EXPECT_GT(run.strips, 20) << run.summary();
