@@ -56,7 +56,7 @@ void add_end_to_end(std::vector<BenchCase>& cases, const std::string& size, bool
         add_row(cases, RowKind::end_to_end, row, size, p);
     }
     if (!strip_sweep) return;
-    for (int strips : {6, 12, 48, 96}) add_row(cases, RowKind::end_to_end, fmt::format("e2e.pipelined.strips{}", strips), size, p);
+    for (int strips : {6, 12, 24, 48}) add_row(cases, RowKind::end_to_end, fmt::format("e2e.pipelined.strips{}", strips), size, p);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -83,14 +84,14 @@ private:
 };
 
 // One strip in flight: its device memory (the strip as uploaded and as filtered, AoS, and their SoA
-// twins when the variant runs planar), its launch plans (full strips, the last strip) and the
+// twins when the variant runs planar), its launch plans (one per strip height) and the
 // events that order its steps across the three streams. Strips take the slots in turn.
 struct Slot {
     DeviceImage<std::uint8_t> input;
     DeviceImage<std::uint8_t> output;
     DeviceImage<std::uint8_t> input_soa;
     DeviceImage<std::uint8_t> output_soa;
-    std::vector<LaunchPlan> plans;  // [full strip, last strip]
+    std::map<int, LaunchPlan> plans;  // by the strip's output rows
     CudaEvent uploaded{cudaEventDisableTiming};
     CudaEvent filtered{cudaEventDisableTiming};
     CudaEvent downloaded{cudaEventDisableTiming};
@@ -103,20 +104,25 @@ DeviceBuffer strip_buffer(DeviceImage<std::uint8_t>& image, int rows) {
     return b;
 }
 
+// Launch plans a slot may hold: one per distinct strip height (full strips and the last one),
+// each with its own scratch.
+constexpr int kPlansPerSlot = 2;
+
 // Device bytes of one slot for strips of `rows` output rows (the radius's halo rows added).
 std::size_t slot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape, int rows) {
     const int r = vertical_radius(problem);
     const ImageShape in{problem.shape.width, rows + 2 * r, problem.shape.channels, problem.shape.layout};
     const ImageShape out = output_shape(Problem{problem.op, in, problem.mask, problem.border});
     // The AoS strips, and for SoA their planar twins (a padded row per plane); two plans per slot
-    // (full strips and the last one), each with its own scratch when their heights differ.
+    // (one per strip height, kPlansPerSlot at most), each with its own scratch.
     const auto aos_bytes = [](const ImageShape& s) { return padded_row_bytes(static_cast<std::size_t>(s.width) * s.channels) * s.height; };
     const auto soa_bytes = [](const ImageShape& s) {
         return padded_row_bytes(static_cast<std::size_t>(s.width)) * s.height * static_cast<std::size_t>(s.channels);
     };
     const bool soa = problem.shape.layout == Layout::soa;
     const Problem strip{problem.op, in, problem.mask, problem.border};
-    return aos_bytes(in) + aos_bytes(out) + (soa ? soa_bytes(in) + soa_bytes(out) : 0) + 2 * variant.scratch_bytes(strip, shape) +
+    return aos_bytes(in) + aos_bytes(out) + (soa ? soa_bytes(in) + soa_bytes(out) : 0) +
+           kPlansPerSlot * variant.scratch_bytes(strip, shape) +
            (problem.mask ? problem.mask->coefficients().size() * sizeof(float) : 0);
 }
 
@@ -129,46 +135,60 @@ StripSplit plan_strip_split(const Variant& variant, const Problem& problem, cons
     if (o.strips < 0) throw Error(fmt::format("{} strips", o.strips), "0 (automatic) or a positive count");
     const int height = problem.shape.height;
     const std::size_t budget = o.device_budget_bytes != 0 ? o.device_budget_bytes : device_memory_budget();
-    // The most rows per strip the budget holds with every slot allocated: as many slots as
-    // strips of that height, up to in_flight.
+    // Slots allocated for strips of `rows` rows: one per strip, up to in_flight.
     const auto slots_for = [&](int rows) { return std::min(o.in_flight, (height + rows - 1) / rows); };
+    const auto fits = [&](int rows, int slots) { return static_cast<std::size_t>(slots) * slot_bytes(variant, problem, shape, rows) <= budget; };
+    // The most rows per strip the budget holds with in_flight slots (or one per row of a shorter
+    // image): what the automatic split may take.
     int fit = 0;
     for (int lo = 1, hi = height; lo <= hi;) {
         const int mid = lo + (hi - lo) / 2;
-        if (static_cast<std::size_t>(slots_for(mid)) * slot_bytes(variant, problem, shape, mid) <= budget) {
+        if (fits(mid, std::min(o.in_flight, height))) {
             fit = mid;
             lo = mid + 1;
         } else {
             hi = mid - 1;
         }
     }
-    if (fit == 0) {
-        throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB in each of {} "
-                                "slot(s) in flight",
-                                budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, slots_for(1)),
-                    fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable));
-    }
     StripSplit plan;
+    // Strips of `rows` rows, the last taking what is left.
+    const auto uniform = [&](int rows) {
+        for (int y = 0; y < height; y += rows) plan.rows.push_back(std::min(rows, height - y));
+    };
     if (o.strips > 0) {
-        // More strips than rows: one row each.
-        plan.strip_rows = std::max(1, (height + o.strips - 1) / o.strips);
-        if (plan.strip_rows > fit) {
+        // More strips than rows: one row each. Fewer strips than in_flight need fewer slots.
+        const int rows = std::max(1, (height + o.strips - 1) / o.strips);
+        if (!fits(rows, slots_for(rows))) {
             throw Error(fmt::format("{} strips of {} rows for {}: {} in flight need {:.1f} MB, the budget is {:.1f} MB", o.strips,
-                                    plan.strip_rows, to_string(problem), slots_for(plan.strip_rows),
-                                    slots_for(plan.strip_rows) * slot_bytes(variant, problem, shape, plan.strip_rows) / 1e6,
+                                    rows, to_string(problem), slots_for(rows), slots_for(rows) * slot_bytes(variant, problem, shape, rows) / 1e6,
                                     budget / 1e6),
-                        fmt::format("at least {} strips, or 0 to choose", (height + fit - 1) / fit));
+                        fit == 0 ? fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable)
+                                 : fmt::format("at least {} strips, or 0 to choose", (height + fit - 1) / fit));
         }
+        uniform(rows);
     } else {
-        // The first strip's upload and the last one's download are what the overlap cannot hide,
-        // so strips should be small; but none under 2 MiB of input, whose copies would be
-        // dominated by their fixed cost.
+        if (fit == 0) {
+            throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB in each of {} "
+                                    "slot(s) in flight",
+                                    budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, slots_for(1)),
+                        fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable));
+        }
+        // Strips of at least 2 MiB of input (smaller copies are dominated by their fixed cost),
+        // 24 of them where the image is large enough, as the budget allows. On an H200, 8K RGB
+        // Gaussian 5x5 in one run (3 in flight): 6 strips took 2328 us, 12 2229, 24 2191, 48 2265,
+        // 96 2541: fewer strips lengthen the fill and drain (the first upload and the last
+        // download, which nothing overlaps), more add each copy's fixed cost (24 copies of an 8K
+        // RGB image's bytes each way at once took 4.6% longer than one copy each way). A ramp
+        // (strips of a quarter and a half at both ends, to shorten fill and drain) was tried and
+        // left out: in six alternating runs its median was 2285 us against 2226 us for 24 even
+        // strips.
         const std::size_t row_bytes = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
         const int min_rows = static_cast<int>(std::max<std::size_t>(1, (kMinStripBytes + row_bytes - 1) / row_bytes));
         const int even_rows = std::max(1, (height + kAutomaticStrips - 1) / kAutomaticStrips);
-        plan.strip_rows = std::min({fit, height, std::max(even_rows, min_rows)});
+        uniform(std::min({fit, height, std::max(even_rows, min_rows)}));
     }
-    plan.strips = (height + plan.strip_rows - 1) / plan.strip_rows;
+    plan.strips = static_cast<int>(plan.rows.size());
+    plan.strip_rows = *std::max_element(plan.rows.begin(), plan.rows.end());
     plan.in_flight = std::min(o.in_flight, plan.strips);
     return plan;
 }
@@ -236,6 +256,7 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
     res.shape = shape;
     res.radius = vertical_radius(problem);
     if (one_shot) {
+        res.plan.rows = {problem.shape.height};
         res.plan.strip_rows = problem.shape.height;
         res.plan.strips = 1;
         res.plan.in_flight = 1;
@@ -246,7 +267,6 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
     const bool soa = problem.shape.layout == Layout::soa;
     const ImageShape out_shape = output_shape(problem);
     const int slot_rows = res.plan.strip_rows + 2 * r;
-    const int last_rows = problem.shape.height - (res.plan.strips - 1) * res.plan.strip_rows;
     if (problem.mask) res.mask.emplace(*problem.mask);
     for (int s = 0; s < res.plan.in_flight; ++s) {
         Slot& slot = *res.slots.emplace_back(std::make_unique<Slot>());
@@ -256,20 +276,16 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
             slot.input_soa = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::soa});
             slot.output_soa = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, out_shape.layout});
         }
-        for (int rows : {res.plan.strip_rows, last_rows}) {
-            if (rows == res.plan.strip_rows && !slot.plans.empty()) {
-                // The last strip is a full one: its plan is the first (kernels run one at a time,
-                // so sharing its scratch is safe), not a second allocation.
-                slot.plans.push_back(slot.plans.front());
-                continue;
-            }
+        // A plan for each strip height (see kPlansPerSlot).
+        for (const int rows : res.plan.rows) {
+            if (slot.plans.count(rows) != 0) continue;
             Problem strip = problem;
             strip.shape.height = rows + 2 * r;
             DeviceBuffers buffers;
             buffers.input = strip_buffer(soa ? slot.input_soa : slot.input, strip.shape.height);
             buffers.output = strip_buffer(soa ? slot.output_soa : slot.output, strip.shape.height);
             if (res.mask) buffers.mask = res.mask->view();
-            slot.plans.push_back(prepare(variant, strip, buffers, shape));
+            slot.plans.emplace(rows, prepare(variant, strip, buffers, shape));
         }
     }
 }
@@ -308,10 +324,9 @@ PipelineRun StripPipeline::run(const ImageU8& input, ImageU8& output, bool pin_h
         for (const cudaStream_t stream : {up, filter, down}) KLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     };
     try {
-        for (int i = 0; i < res.plan.strips; ++i) {
+        for (int i = 0, y0 = 0; i < res.plan.strips; y0 += res.plan.rows[static_cast<std::size_t>(i)], ++i) {
             Slot& slot = *res.slots[static_cast<std::size_t>(i % res.plan.in_flight)];
-            const int y0 = i * res.plan.strip_rows;
-            const int rows = std::min(res.plan.strip_rows, problem.shape.height - y0);
+            const int rows = res.plan.rows[static_cast<std::size_t>(i)];
             const int n = rows + 2 * r;
             // Upload, once the slot's previous strip has left the device.
             if (i >= res.plan.in_flight) KLAB_CUDA_CHECK(cudaStreamWaitEvent(up, slot.downloaded.get(), 0));
@@ -319,7 +334,7 @@ PipelineRun StripPipeline::run(const ImageU8& input, ImageU8& output, bool pin_h
             KLAB_CUDA_CHECK(cudaEventRecord(slot.uploaded.get(), up));
             // Filter.
             KLAB_CUDA_CHECK(cudaStreamWaitEvent(filter, slot.uploaded.get(), 0));
-            const LaunchPlan& launch_plan = slot.plans[rows == res.plan.strip_rows ? 0 : 1];
+            const LaunchPlan& launch_plan = slot.plans.at(rows);
             if (soa) {
                 convert_layout(strip_buffer(slot.input, n).view<const std::uint8_t>(), launch_plan.buffers.input.view<std::uint8_t>(),
                                filter);
@@ -359,7 +374,8 @@ StripPipeline StripPipeline::one_shot(const Variant& variant, const Problem& pro
 
 
 std::string PipelineRun::summary() const {
-    return fmt::format("{} strip{} of {} row{}, {} in flight, {:.1f} ms", strips, strips == 1 ? "" : "s", strip_rows,
+    return fmt::format("{} strip{} of {}{} row{}, {} in flight, {:.1f} ms", strips, strips == 1 ? "" : "s",
+                       strips == 1 ? "" : "up to ", strip_rows,
                        strip_rows == 1 ? "" : "s", in_flight, milliseconds);
 }
 

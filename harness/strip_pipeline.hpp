@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -45,25 +46,26 @@ struct PipelineOptions {
 
 struct PipelineRun {
     int strips = 0;
-    int strip_rows = 0;        // output rows of every strip but the last
+    int strip_rows = 0;        // output rows of the largest strip
     int in_flight = 0;
     double milliseconds = 0;   // host wall time: for run_pipelined()/run_one_shot(), allocation and pinning included
-    std::string summary() const;  // "12 strips of 360 rows, 3 in flight, 41.2 ms"
+    std::string summary() const;  // "12 strips of up to 360 rows, 3 in flight, 41.2 ms"
 };
 
-// How a problem is cut: rows per strip (the last strip may have fewer), strips, slots used.
+// How a problem is cut: each strip's output rows, top to bottom, and the slots used.
 struct StripSplit {
-    int strip_rows = 0;
-    int strips = 0;
-    int in_flight = 0;  // min(options.in_flight, strips)
+    std::vector<int> rows;  // output rows of each strip; they add up to the image's height
+    int strip_rows = 0;     // the largest strip's rows (what a slot holds)
+    int strips = 0;         // rows.size()
+    int in_flight = 0;      // min(options.in_flight, strips)
 };
 
 // The split StripPipeline makes for `options`: options.strips > 0 asks for about that many strips
-// (rows split evenly; more strips than rows give one row each); 0 takes 24 strips, fewer where a
-// strip would hold under 2 MiB of input; either way the slots in flight must fit the budget (which
-// needs no device when options.device_budget_bytes is set). Throws klab::Error for in_flight
-// outside 1..16, a negative strip count, or a budget that cannot hold the strips asked for
-// (naming both).
+// (rows split evenly, the last strip taking what is left; more strips than rows give one row
+// each); 0 takes 24 strips, fewer where a strip would hold under 2 MiB of input. Either way the
+// slots in flight must fit the budget (which needs no device when options.device_budget_bytes is
+// set), which may make the strips shorter. Throws klab::Error for in_flight outside 1..16, a
+// negative strip count, or a budget that cannot hold the strips asked for (naming both).
 StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape,
                             const PipelineOptions& options);
 
