@@ -431,11 +431,9 @@ std::string& context_lost() {
 
 // After a failed row: a sticky error means nothing more can run on the device in this process.
 void note_if_context_lost(const std::string& row) {
-    (void)cudaGetLastError();  // clears an error that does not stick
-    const cudaError_t sticky = cudaDeviceSynchronize();
-    if (sticky != cudaSuccess && context_lost().empty()) {
-        context_lost() = fmt::format("the CUDA context was lost at {} ({}: {}); no later GPU row can run in this process", row,
-                                     cudaGetErrorName(sticky), cudaGetErrorString(sticky));
+    const std::string sticky = sticky_cuda_error();
+    if (!sticky.empty() && context_lost().empty()) {
+        context_lost() = fmt::format("the CUDA context was lost at {} ({}); no later GPU row can run in this process", row, sticky);
     }
 }
 

@@ -378,20 +378,27 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
         }
     });
 
+    std::size_t attempted = 0;
+    bool stopped = false;
     while (std::optional<DecodedFile> item = decoded.pop()) {
         progress.start_file(files[item->index].input);
+        ++attempted;
         FinishedFile result;
         result.index = item->index;
         result.error = std::move(item->error);
         if (result.error.empty()) {
             try {
                 result.filtered = filter(std::move(item->image), files[item->index]);
+            } catch (const BatchStop& e) {
+                result.error = e.what();
+                stopped = true;
             } catch (const std::exception& e) {
                 result.error = e.what();
             }
         }
-        if (!finished.push(std::move(result))) break;
+        if (!finished.push(std::move(result)) || stopped) break;
     }
+    decoded.close();  // after a stop: the reader reads no further
     finished.close();
     writer.join();
     reader.join();
@@ -401,7 +408,9 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
         fmt::print("{} of {} written\n", written, files.size());
         return;
     }
-    throw Error(fmt::format("{} of {} written; failed: {}", written, files.size(), fmt::join(failed, ", ")));
+    const std::size_t skipped = files.size() - attempted;
+    throw Error(fmt::format("{} of {} written; failed: {}{}", written, files.size(), fmt::join(failed, ", "),
+                            skipped == 0 ? "" : fmt::format("; not processed after the batch stopped: {} file(s)", skipped)));
 }
 
 }  // namespace klab::cli

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/error.hpp"
 #include "harness/image.hpp"
 
 namespace klab::cli {
@@ -38,8 +39,15 @@ struct FilteredImage {
     std::vector<std::string> notes;
 };
 
-// Filters one decoded image on the calling thread; throws for a failure of this file only.
+// Filters one decoded image on the calling thread; throws for a failure of this file only, or
+// BatchStop when no later file can be filtered either.
 using BatchFilter = std::function<FilteredImage(ImageU8 image, const BatchFile& file)>;
+
+// A failure after which the batch cannot go on (a lost CUDA context): the file fails with this
+// message, and the files after it are not filtered; the final error counts them.
+struct BatchStop : Error {
+    using Error::Error;
+};
 
 // Runs `filter` over `files` as described at the top. On a terminal (stderr) a one-line progress
 // bar shows files done/total, the current file and the elapsed time. Ends with "N of M written":

@@ -6,6 +6,17 @@
 
 #include "harness/error.hpp"
 
+namespace klab {
+
+std::string sticky_cuda_error() {
+    (void)cudaGetLastError();
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky == cudaSuccess) return "";
+    return std::string(cudaGetErrorName(sticky)) + ": " + cudaGetErrorString(sticky);
+}
+
+}  // namespace klab
+
 namespace klab::detail {
 
 namespace {

@@ -4,7 +4,18 @@
 // which reports to stderr instead. Every kernel launch is followed by KLAB_CUDA_CHECK_LAUNCH;
 // with KLAB_SYNC_AFTER_LAUNCH (the `debug` preset) it also synchronises the stream, so that an
 // asynchronous fault is reported at the launch that caused it.
+#include <string>
+
 #include <cuda_runtime_api.h>
+
+namespace klab {
+
+// After a failure: clears an error that does not stick, then asks the device. A non-empty answer
+// ("cudaErrorIllegalAddress: an illegal memory access was encountered") means the CUDA context is
+// lost (a kernel fault): nothing more can run on the device in this process.
+std::string sticky_cuda_error();
+
+}  // namespace klab
 
 namespace klab::detail {
 

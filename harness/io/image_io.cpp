@@ -174,8 +174,12 @@ fs::path check_target_directory(const fs::path& path) {
         throw Error(fmt::format("cannot write '{}': the path does not end in a file name", path.string()),
                     "a file path such as out/result.png");
     }
-    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+        // Found now, not at the final rename (after the whole filtering).
+        throw Error(fmt::format("cannot write '{}': it is an existing directory", path.string()), "a file path such as out/result.png");
+    }
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     const fs::file_status dir_status = fs::status(dir, ec);
     if (dir_status.type() == fs::file_type::not_found) {
         throw Error(fmt::format("cannot write '{}': directory '{}' does not exist", path.string(), dir.string()),

@@ -69,6 +69,9 @@ TEST_F(Cli, WrongArgumentsNameThemselvesAndWhatIsAllowed) {
     expect_failure("apply --threads 5000 --filter box:3 " + input + " " + out, "--threads");
     expect_failure("apply --filter box:3 " + input + " " + (dir / "no-such-dir" / "out.png").string(),
                    "directory '" + (dir / "no-such-dir").string() + "' does not exist");
+    fs::create_directory(dir / "taken.png");  // an output path that is a directory: refused before the filtering
+    expect_failure("apply --filter box:3 " + input + " " + (dir / "taken.png").string(),
+                   "cannot write '" + (dir / "taken.png").string() + "': it is an existing directory");
     EXPECT_FALSE(fs::exists(out)) << "a failed apply must not write its output";
 }
 

@@ -573,11 +573,11 @@ TEST_F(IoWrite, NewFilesGetTheUmaskPermissions) {
     EXPECT_EQ(fs::status(dir_ / "plain.bin").permissions(), static_cast<fs::perms>(0666 & ~mask));
 }
 
-TEST_F(IoWrite, OntoADirectoryFailsAndRemovesTheTemporaryFile) {
+TEST_F(IoWrite, OntoADirectoryFailsBeforeWritingAnything) {
     fs::create_directory(dir_ / "taken.png");
     const fs::path output = dir_ / "taken.png";
     expect_contains(error_message([&] { io::write_image(output, test::random_image({2, 2, 1}, 4)); }),
-                    fmt::format("cannot write '{}': renaming the temporary file", output.string()));
+                    fmt::format("cannot write '{}': it is an existing directory; allowed: a file path", output.string()));
     EXPECT_EQ(entries(dir_), std::vector<std::string>{"taken.png"});
     EXPECT_TRUE(fs::is_directory(output));
 }

@@ -85,8 +85,8 @@ TEST_F(ApplyGpu, StripsEqualTheSynchronousPathByteForByte) {
         fs::remove(strips);
         const test::CommandResult r = klab(options + "--verify " + input.string() + " " + strips.string(), kSmallBudget);
         ASSERT_EQ(r.exit_code, 0) << r.output;
-        EXPECT_NE(r.output.find("gpu path: the image needs"), std::string::npos) << r.output;
-        EXPECT_NE(r.output.find(": strips, 3 in flight"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("gpu path: strip pipeline from pinned host memory ("), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find(" strips, 3 in flight; the whole image would need"), std::string::npos) << r.output;
         EXPECT_NE(r.output.find("verified against the CPU reference: ok"), std::string::npos) << r.output;
         EXPECT_EQ(file_bytes(strips), file_bytes(sync));
     }
@@ -96,21 +96,24 @@ TEST_F(ApplyGpu, ForcedStripCountsEqualTheSynchronousPath) {
     const std::string options = "apply --backend gpu --filter gaussian:7 --border wrap ";
     const fs::path sync = dir / "sync.png";
     ASSERT_EQ(klab(options + "--sync " + input.string() + " " + sync.string()).exit_code, 0);
-    // One strip, a few one at a time, more strips than rows.
-    for (const char* strips : {"--strips 1", "--strips 7 --in-flight 1", "--strips 1000 --in-flight 5"}) {
+    // One strip, a few one at a time, more strips than rows (one row each).
+    const std::pair<const char*, const char*> runs[] = {{"--strips 1", "(--strips: 1 strip, 1 in flight;"},
+                                                        {"--strips 7 --in-flight 1", "(--strips: 7 strips, 1 in flight;"},
+                                                        {"--strips 1000 --in-flight 5", "(--strips: 700 strips, 5 in flight;"}};
+    for (const auto& [strips, expected] : runs) {
         const fs::path out = dir / "out.png";
         fs::remove(out);
         const test::CommandResult r = klab(options + strips + " " + input.string() + " " + out.string());
         ASSERT_EQ(r.exit_code, 0) << strips << "\n" << r.output;
-        const std::string count = std::string(strips).substr(0, std::string(strips).find(" --i"));  // "--strips N"
-        const std::string expected = "gpu path: strips (" + count + ")";
-        EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find(std::string("gpu path: strip pipeline from pinned host memory ") + expected), std::string::npos)
+            << r.output;
         EXPECT_EQ(file_bytes(out), file_bytes(sync)) << strips;
     }
-    // The image fits the device: one shot, without being asked.
+    // Without --strips: the automatic split, one strip for an image of about 2 MiB.
     const test::CommandResult fits = klab(options + input.string() + " " + (dir / "fits.png").string());
     ASSERT_EQ(fits.exit_code, 0) << fits.output;
-    EXPECT_NE(fits.output.find("gpu path: one shot: the image needs"), std::string::npos) << fits.output;
+    EXPECT_NE(fits.output.find("gpu path: strip pipeline from pinned host memory (1 strip, 1 in flight;"), std::string::npos)
+        << fits.output;
     EXPECT_EQ(file_bytes(dir / "fits.png"), file_bytes(sync));
     // --sync does not go beyond the budget: it says so and writes nothing.
     const test::CommandResult refused = klab(options + "--sync " + input.string() + " " + (dir / "no.png").string(), kSmallBudget);
@@ -122,12 +125,20 @@ TEST_F(ApplyGpu, ForcedStripCountsEqualTheSynchronousPath) {
 TEST_F(ApplyGpu, BatchGoesThroughTheSamePaths) {
     fs::create_directories(dir / "in");
     fs::copy_file(input, dir / "in" / "large.png");
+    // A second image of the same size reuses the first one's pipeline (and its choices are not
+    // printed again); the small one needs its own.
+    io::write_image(dir / "in" / "large2.png", synth::generate(synth::Pattern::natural, kWidth, kHeight, 3, 6));
     io::write_image(dir / "in" / "small.jpg", synth::generate(synth::Pattern::checkerboard, 300, 200, 3));
     const std::string options = "apply --backend gpu --filter gaussian:5 --border reflect ";
     const test::CommandResult r = klab(options + "--out-dir " + (dir / "out").string() + " " + (dir / "in").string(), kSmallBudget);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("2 of 2 written"), std::string::npos) << r.output;
-    for (const char* name : {"large.png", "small.jpg"}) {
+    EXPECT_NE(r.output.find("3 of 3 written"), std::string::npos) << r.output;
+    std::size_t paths = 0;
+    for (std::size_t at = r.output.find("gpu path: strip pipeline"); at != std::string::npos; at = r.output.find("gpu path: strip pipeline", at + 1)) {
+        ++paths;
+    }
+    EXPECT_EQ(paths, 2u) << r.output;
+    for (const char* name : {"large.png", "large2.png", "small.jpg"}) {
         const fs::path sync = dir / fmt::format("sync-{}", name);
         ASSERT_EQ(klab(options + "--sync " + (dir / "in" / name).string() + " " + sync.string()).exit_code, 0);
         EXPECT_EQ(file_bytes(dir / "out" / name), file_bytes(sync)) << name;
