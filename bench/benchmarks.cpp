@@ -1,6 +1,7 @@
 #include "bench/benchmarks.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -560,8 +561,15 @@ std::map<std::string, std::unique_ptr<EndToEnd>>& end_to_end_rows() {
 
 // "e2e.pipelined.strips12" -> 12; 0 (the automatic split) for any other row.
 int strips_of_row(const std::string& row) {
-    const std::string prefix = "e2e.pipelined.strips";
-    return row.rfind(prefix, 0) == 0 ? std::stoi(row.substr(prefix.size())) : 0;
+    const std::string_view prefix = "e2e.pipelined.strips";
+    if (row.rfind(prefix, 0) != 0) return 0;
+    const std::string_view digits = std::string_view(row).substr(prefix.size());
+    int strips = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), strips);
+    if (error != std::errc() || end != digits.data() + digits.size() || strips < 1) {
+        throw Error(fmt::format("end-to-end row '{}'", row), "e2e.pipelined.strips<N> with N a positive count");
+    }
+    return strips;
 }
 
 // The variant the end-to-end rows filter with: the separable one where the mask allows (the

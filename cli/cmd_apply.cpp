@@ -1,7 +1,7 @@
 // klab apply: filter image files. The CPU backend runs the reference; the GPU backend runs a
 // registered variant (harness/variant.hpp), chosen by name or by `auto` (the fastest in the
-// tuning cache, else a default), through the strip pipeline (harness/strip_pipeline.hpp): in one
-// piece when the image fits the device-memory budget, else in strips. One file (IN OUT) or many
+// tuning cache, else a default), through the strip pipeline (harness/strip_pipeline.hpp) from
+// pinned host memory, or with --sync in one synchronous piece. One file (IN OUT) or many
 // (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp).
 #include <algorithm>
 #include <chrono>
@@ -49,7 +49,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kMaxStrips = 65536;
-constexpr int kMaxInFlight = 16;  // PipelineOptions::in_flight
 
 struct ApplyOptions {
     std::string backend = "cpu";
@@ -321,6 +320,10 @@ struct CachedTime {
 // optional verification. Loads the tuning cache once; one object serves every file of a batch.
 class GpuFilter {
 public:
+    // After a lost CUDA context (a kernel fault) nothing can be freed: the process's end releases
+    // the kept pipeline, instead of an error line for each of its buffers, streams and events.
+    void abandon_after_lost_context() { (void)pipeline_.release(); }
+
     GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block)
         : o_(o), s_(s), requested_(requested), block_(std::move(block)), device_(require_device()),
           gpu_(autotune::current_gpu_identity()) {
@@ -583,12 +586,18 @@ private:
         if (!pipeline_) {
             pipeline_ = std::make_unique<StripPipeline>(variant, problem, shape, options);
             pipeline_key_ = key;
+            pipeline_note_.clear();
         }
         const PipelineRun run = pipeline_->run(image, output, true);
-        notes.push_back(fmt::format("gpu path: strip pipeline from pinned host memory ({}{} strip{}, {} in flight; the whole image "
-                                    "would need {} of device memory, the budget is {})",
-                                    o_.strips_given ? "--strips: " : "", run.strips, run.strips == 1 ? "" : "s", run.in_flight,
-                                    megabytes(needed), megabytes(budget)));
+        // Said as the pipeline was made: the budget read for a later image of a batch counts the
+        // kept pipeline as used, and the line would change for nothing.
+        if (pipeline_note_.empty()) {
+            pipeline_note_ = fmt::format("gpu path: strip pipeline from pinned host memory ({}{} strip{}, {} in flight; the whole "
+                                         "image would need {} of device memory, the budget is {})",
+                                         o_.strips_given ? "--strips: " : "", run.strips, run.strips == 1 ? "" : "s", run.in_flight,
+                                         megabytes(needed), megabytes(budget));
+        }
+        notes.push_back(pipeline_note_);
         return run;
     }
 
@@ -596,7 +605,7 @@ private:
         const Support support = strips_support(problem);
         if (!support) {
             throw Error(fmt::format("{} cannot go through strips: {}", to_string(problem), support.reason()),
-                        "a convolution or sobel, or an image that fits the device-memory budget");
+                        "a convolution or sobel");
         }
     }
 
@@ -631,6 +640,7 @@ private:
     // The strip pipeline of the last image, reused while the problem stays the same.
     mutable std::unique_ptr<StripPipeline> pipeline_;
     mutable std::string pipeline_key_;
+    mutable std::string pipeline_note_;  // its "gpu path:" line
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -655,6 +665,7 @@ void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::
             filtered = gpu->filter(image, out, terminal_progress(), notes);
         } catch (...) {
             for (const std::string& note : notes) print_note(note);
+            if (!sticky_cuda_error().empty()) gpu->abandon_after_lost_context();
             throw;
         }
         for (const std::string& note : notes) print_note(note);
@@ -680,6 +691,7 @@ void run_many(const ApplyOptions& o, const Setup& s, const std::function<std::un
         } catch (const std::exception& e) {
             // A lost CUDA context fails every later file too: stop with this one's message.
             if (const std::string sticky = sticky_cuda_error(); !sticky.empty()) {
+                gpu->abandon_after_lost_context();
                 throw BatchStop(fmt::format("{}; the CUDA context is lost ({}), so the batch stops", e.what(), sticky));
             }
             throw;
@@ -736,14 +748,17 @@ void add_apply_command(CLI::App& app) {
     cmd->add_flag("--verify", o->verify,
                   "GPU only: also run the CPU reference and compare; a difference is an error and nothing is written");
     CLI::Option* strips = cmd->add_option("--strips", o->strips,
-                                          "GPU: cut the image into N horizontal strips that overlap upload, kernel and download (default: strips only "
-                                          "when the image does not fit the device-memory budget, KLAB_DEVICE_MEMORY_BUDGET)")
+                                          "GPU: about N horizontal strips, whose upload, kernel and download overlap (default: 24 "
+                                          "strips of at least 2 MiB, shorter where the device-memory budget, KLAB_DEVICE_MEMORY_BUDGET, "
+                                          "needs it)")
                               ->check(CLI::Range(1, kMaxStrips));
     CLI::Option* in_flight = cmd->add_option("--in-flight", o->in_flight,
                                              "GPU: strips on the device at once in the strip path (one device buffer each)")
-                                 ->check(CLI::Range(1, kMaxInFlight))
+                                 ->check(CLI::Range(1, kMaxStripsInFlight))
                                  ->capture_default_str();
-    cmd->add_flag("--sync", o->sync, "GPU: the synchronous path (upload all, filter, download all); not with --strips");
+    cmd->add_flag("--sync", o->sync,
+                  "GPU: the synchronous one-shot path (upload all from pageable memory, filter, download all); not with --strips "
+                  "or --in-flight");
     cmd->add_option("--layout", o->layout, "Pixel layout during filtering: aos (interleaved) or soa (planar)")
         ->check(CLI::IsMember({"aos", "soa"}))
         ->capture_default_str();

@@ -22,7 +22,6 @@ namespace klab {
 
 namespace {
 
-constexpr int kMaxInFlight = 16;
 constexpr int kAutomaticStrips = 24;              // the automatic split's strip count
 constexpr std::size_t kMinStripBytes = 2u << 20;  // and its least input per strip
 // cudaMallocPitch's row alignment on current GPUs: what a strip's rows cost at the most.
@@ -104,88 +103,83 @@ DeviceBuffer strip_buffer(DeviceImage<std::uint8_t>& image, int rows) {
     return b;
 }
 
-// Launch plans a slot may hold: one per distinct strip height (full strips and the last one),
-// each with its own scratch.
-constexpr int kPlansPerSlot = 2;
-
-// Device bytes of one slot for strips of `rows` output rows (the radius's halo rows added).
-std::size_t slot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape, int rows) {
+// Device bytes of the pipeline for strips of `rows` output rows (the radius's halo rows added to
+// each), with up to `in_flight` slots: every slot's strip buffers (AoS, and for SoA their planar
+// twins, a padded row per plane), a launch plan's scratch for each strip height a slot runs (the
+// slot that runs a shorter last strip as well as full ones holds two plans), and the mask once.
+std::size_t pipeline_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape, int rows, int in_flight) {
+    const int height = problem.shape.height;
+    const int strips = (height + rows - 1) / rows;
+    const int slots = std::min(in_flight, strips);
+    const int plans = slots + (height % rows != 0 && strips > slots ? 1 : 0);
     const int r = vertical_radius(problem);
     const ImageShape in{problem.shape.width, rows + 2 * r, problem.shape.channels, problem.shape.layout};
     const ImageShape out = output_shape(Problem{problem.op, in, problem.mask, problem.border});
-    // The AoS strips, and for SoA their planar twins (a padded row per plane); two plans per slot
-    // (one per strip height, kPlansPerSlot at most), each with its own scratch.
     const auto aos_bytes = [](const ImageShape& s) { return padded_row_bytes(static_cast<std::size_t>(s.width) * s.channels) * s.height; };
     const auto soa_bytes = [](const ImageShape& s) {
         return padded_row_bytes(static_cast<std::size_t>(s.width)) * s.height * static_cast<std::size_t>(s.channels);
     };
     const bool soa = problem.shape.layout == Layout::soa;
+    const std::size_t buffers = aos_bytes(in) + aos_bytes(out) + (soa ? soa_bytes(in) + soa_bytes(out) : 0);
     const Problem strip{problem.op, in, problem.mask, problem.border};
-    return aos_bytes(in) + aos_bytes(out) + (soa ? soa_bytes(in) + soa_bytes(out) : 0) +
-           kPlansPerSlot * variant.scratch_bytes(strip, shape) +
+    return static_cast<std::size_t>(slots) * buffers + static_cast<std::size_t>(plans) * variant.scratch_bytes(strip, shape) +
            (problem.mask ? problem.mask->coefficients().size() * sizeof(float) : 0);
 }
 
 }  // namespace
 
 StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape, const PipelineOptions& o) {
-    if (o.in_flight < 1 || o.in_flight > kMaxInFlight) {
-        throw Error(fmt::format("{} strips in flight", o.in_flight), fmt::format("1 to {}", kMaxInFlight));
+    if (o.in_flight < 1 || o.in_flight > kMaxStripsInFlight) {
+        throw Error(fmt::format("{} strips in flight", o.in_flight), fmt::format("1 to {}", kMaxStripsInFlight));
     }
     if (o.strips < 0) throw Error(fmt::format("{} strips", o.strips), "0 (automatic) or a positive count");
     const int height = problem.shape.height;
     const std::size_t budget = o.device_budget_bytes != 0 ? o.device_budget_bytes : device_memory_budget();
-    // Slots allocated for strips of `rows` rows: one per strip, up to in_flight.
-    const auto slots_for = [&](int rows) { return std::min(o.in_flight, (height + rows - 1) / rows); };
-    const auto fits = [&](int rows, int slots) { return static_cast<std::size_t>(slots) * slot_bytes(variant, problem, shape, rows) <= budget; };
-    // The most rows per strip the budget holds with in_flight slots (or one per row of a shorter
-    // image): what the automatic split may take.
-    int fit = 0;
-    for (int lo = 1, hi = height; lo <= hi;) {
-        const int mid = lo + (hi - lo) / 2;
-        if (fits(mid, std::min(o.in_flight, height))) {
-            fit = mid;
-            lo = mid + 1;
-        } else {
-            hi = mid - 1;
+    const auto bytes = [&](int rows) { return pipeline_bytes(variant, problem, shape, rows, o.in_flight); };
+    // The most rows per strip, up to `most`, whose pipeline fits the budget; 0 for none. (Not a
+    // bisection: taller strips mean fewer strips, and fewer strips than in_flight fewer slots.)
+    const auto largest_fitting = [&](int most) {
+        for (int rows = most; rows >= 1; --rows) {
+            if (bytes(rows) <= budget) return rows;
         }
-    }
+        return 0;
+    };
     StripSplit plan;
     // Strips of `rows` rows, the last taking what is left.
     const auto uniform = [&](int rows) {
         for (int y = 0; y < height; y += rows) plan.rows.push_back(std::min(rows, height - y));
     };
     if (o.strips > 0) {
-        // More strips than rows: one row each. Fewer strips than in_flight need fewer slots.
+        // More strips than rows: one row each.
         const int rows = std::max(1, (height + o.strips - 1) / o.strips);
-        if (!fits(rows, slots_for(rows))) {
-            throw Error(fmt::format("{} strips of {} rows for {}: {} in flight need {:.1f} MB, the budget is {:.1f} MB", o.strips,
-                                    rows, to_string(problem), slots_for(rows), slots_for(rows) * slot_bytes(variant, problem, shape, rows) / 1e6,
-                                    budget / 1e6),
+        if (bytes(rows) > budget) {
+            const int fit = largest_fitting(rows);
+            throw Error(fmt::format("{} strips of {} rows for {}: with {} in flight they need {:.1f} MB, the budget is {:.1f} MB",
+                                    o.strips, rows, to_string(problem), o.in_flight, bytes(rows) / 1e6, budget / 1e6),
                         fit == 0 ? fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable)
                                  : fmt::format("at least {} strips, or 0 to choose", (height + fit - 1) / fit));
         }
         uniform(rows);
     } else {
-        if (fit == 0) {
-            throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: one strip of 1 row needs {:.1f} MB in each of {} "
-                                    "slot(s) in flight",
-                                    budget / 1e6, to_string(problem), slot_bytes(variant, problem, shape, 1) / 1e6, slots_for(1)),
-                        fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable));
-        }
-        // Strips of at least 2 MiB of input (smaller copies are dominated by their fixed cost),
-        // 24 of them where the image is large enough, as the budget allows. On an H200, 8K RGB
-        // Gaussian 5x5 in one run (3 in flight): 6 strips took 2328 us, 12 2229, 24 2191, 48 2265,
-        // 96 2541: fewer strips lengthen the fill and drain (the first upload and the last
-        // download, which nothing overlaps), more add each copy's fixed cost (24 copies of an 8K
-        // RGB image's bytes each way at once took 4.6% longer than one copy each way). A ramp
-        // (strips of a quarter and a half at both ends, to shorten fill and drain) was tried and
-        // left out: in six alternating runs its median was 2285 us against 2226 us for 24 even
-        // strips.
+        // Strips of at least 2 MiB of input (smaller copies are dominated by their fixed cost;
+        // the last strip may be shorter), 24 of them where the image is large enough, shorter
+        // where the budget needs it. On an H200, 8K RGB Gaussian 5x5 in one run (3 in flight): 6
+        // strips took 2328 us, 12 2229, 24 2191, 48 2265, 96 2541: fewer strips lengthen the fill
+        // and drain (the first upload and the last download, which nothing overlaps), more add
+        // each copy's fixed cost (24 copies of an 8K RGB image's bytes each way at once took 4.6%
+        // longer than one copy each way). A ramp (strips of a quarter and a half at both ends, to
+        // shorten fill and drain) was tried and left out: in six alternating runs its median was
+        // 2285 us against 2226 us for 24 even strips.
         const std::size_t row_bytes = static_cast<std::size_t>(problem.shape.width) * problem.shape.channels;
         const int min_rows = static_cast<int>(std::max<std::size_t>(1, (kMinStripBytes + row_bytes - 1) / row_bytes));
         const int even_rows = std::max(1, (height + kAutomaticStrips - 1) / kAutomaticStrips);
-        uniform(std::min({fit, height, std::max(even_rows, min_rows)}));
+        const int rows = largest_fitting(std::min(height, std::max(even_rows, min_rows)));
+        if (rows == 0) {
+            throw Error(fmt::format("a device-memory budget of {:.1f} MB for {}: strips of 1 row need {:.1f} MB with {} in flight",
+                                    budget / 1e6, to_string(problem), bytes(1) / 1e6, o.in_flight),
+                        fmt::format("a larger budget ({} or free device memory), or fewer strips in flight", kBudgetVariable));
+        }
+        uniform(rows);
     }
     plan.strips = static_cast<int>(plan.rows.size());
     plan.strip_rows = *std::max_element(plan.rows.begin(), plan.rows.end());
@@ -276,8 +270,9 @@ StripPipeline::StripPipeline(const Variant& variant, const Problem& problem, con
             slot.input_soa = DeviceImage<std::uint8_t>(ImageShape{problem.shape.width, slot_rows, problem.shape.channels, Layout::soa});
             slot.output_soa = DeviceImage<std::uint8_t>(ImageShape{out_shape.width, slot_rows, out_shape.channels, out_shape.layout});
         }
-        // A plan for each strip height (see kPlansPerSlot).
-        for (const int rows : res.plan.rows) {
+        // A plan for each strip height this slot runs (see pipeline_bytes()).
+        for (std::size_t i = static_cast<std::size_t>(s); i < res.plan.rows.size(); i += static_cast<std::size_t>(res.plan.in_flight)) {
+            const int rows = res.plan.rows[i];
             if (slot.plans.count(rows) != 0) continue;
             Problem strip = problem;
             strip.shape.height = rows + 2 * r;
@@ -380,8 +375,8 @@ std::string PipelineRun::summary() const {
 }
 
 std::size_t device_memory_budget() {
-    // The variable can only lower the budget: above the free memory it would send an image that
-    // does not fit to the one-shot path.
+    // The variable can only lower the budget: above the free memory it would let strips (or a
+    // --sync one shot) be planned that cannot be allocated.
     std::optional<std::size_t> requested;
     if (const char* text = std::getenv(kBudgetVariable); text != nullptr && *text != '\0') requested = parse_bytes(text);
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -392,7 +387,7 @@ std::size_t device_memory_budget() {
 
 std::size_t one_shot_bytes(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
     if (const Support s = strips_support(problem); !s) throw Error(fmt::format("{}: {}", to_string(problem), s.reason()));
-    return slot_bytes(variant, problem, shape, problem.shape.height);
+    return pipeline_bytes(variant, problem, shape, problem.shape.height, 1);
 }
 
 Support strips_support(const Problem& problem) {

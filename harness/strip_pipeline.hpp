@@ -10,9 +10,7 @@
 // order, and the uploads overlap the downloads. `in_flight` device buffers (slots) take the strips
 // in turn; a strip's upload waits until the download of the strip before it in its slot has
 // finished. Kernels never run two at a time, so a variant's plans need not be safe on concurrent
-// streams (conv.constant writes its __constant__ mask in stream order). (The first version rotated
-// the strips over streams that each carried upload, kernel and download: 8K RGB Gaussian 5x5 on
-// an H200 took 1.24x the upload alone; with one queue per engine, 1.20x, in a later run.)
+// streams (conv.constant writes its __constant__ mask in stream order).
 //
 // Halo rows: a strip of output rows [y0, y1) needs input rows [y0 - r, y1 + r) (r: the mask's
 // vertical radius; 1 for Sobel). Rows outside the image are resolved on the host side by the
@@ -33,6 +31,8 @@
 #include "harness/variant.hpp"
 
 namespace klab {
+
+inline constexpr int kMaxStripsInFlight = 16;  // PipelineOptions::in_flight's largest value
 
 struct PipelineOptions {
     int strips = 0;    // 0: automatic (see plan_strip_split), more where the budget needs them
@@ -62,10 +62,11 @@ struct StripSplit {
 
 // The split StripPipeline makes for `options`: options.strips > 0 asks for about that many strips
 // (rows split evenly, the last strip taking what is left; more strips than rows give one row
-// each); 0 takes 24 strips, fewer where a strip would hold under 2 MiB of input. Either way the
-// slots in flight must fit the budget (which needs no device when options.device_budget_bytes is
-// set), which may make the strips shorter. Throws klab::Error for in_flight outside 1..16, a
-// negative strip count, or a budget that cannot hold the strips asked for (naming both).
+// each); 0 takes 24 strips, fewer where a strip would hold under 2 MiB of input (the last one
+// may hold less). Either way the pipeline's device memory (its slots, their plans, the mask) must
+// fit the budget (which needs no device when options.device_budget_bytes is set), which may make
+// the automatic strips shorter. Throws klab::Error for in_flight outside 1..16, a negative strip
+// count, or a budget that cannot hold the strips asked for (naming both).
 StripSplit plan_strip_split(const Variant& variant, const Problem& problem, const LaunchShape& shape,
                             const PipelineOptions& options);
 

@@ -25,7 +25,7 @@ protected:
         dir = fs::temp_directory_path() / fmt::format("klab_apply_batch_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
         fs::remove_all(dir);
         fs::create_directories(dir / "in");
-        for (int i = 1; i <= 4; ++i) {
+        for (int i = 1; i <= 6; ++i) {
             io::write_image(dir / "in" / fmt::format("f{}.png", i), synth::generate(synth::Pattern::checkerboard, 16, 8, 3));
         }
         files = plan_batch({(dir / "in").string()}, "", dir / "out", "");
@@ -55,22 +55,24 @@ protected:
 };
 
 TEST_F(ApplyBatch, AFailingFileIsReportedAndTheOthersAreWritten) {
-    ASSERT_EQ(files.size(), 4u);
+    ASSERT_EQ(files.size(), 6u);
     const std::string error = error_of(failing_on<Error>("f2.png"));
-    EXPECT_NE(error.find("3 of 4 written; failed: " + (dir / "in" / "f2.png").string()), std::string::npos) << error;
+    EXPECT_NE(error.find("5 of 6 written; failed: " + (dir / "in" / "f2.png").string()), std::string::npos) << error;
     EXPECT_EQ(error.find("not processed"), std::string::npos) << error;
-    for (const char* name : {"f1.png", "f3.png", "f4.png"}) EXPECT_TRUE(fs::exists(dir / "out" / name)) << name;
+    for (const char* name : {"f1.png", "f3.png", "f4.png", "f5.png", "f6.png"}) EXPECT_TRUE(fs::exists(dir / "out" / name)) << name;
     EXPECT_FALSE(fs::exists(dir / "out" / "f2.png"));
 }
 
+// Six files: when f2 stops the batch, the reader is blocked on its full queue (two files ahead),
+// so the run must also wake it, or it would wait for ever.
 TEST_F(ApplyBatch, ABatchStopEndsTheBatchAtThatFile) {
     const std::string error = error_of(failing_on<BatchStop>("f2.png"));
-    EXPECT_NE(error.find("1 of 4 written; failed: " + (dir / "in" / "f2.png").string() +
-                         "; not processed after the batch stopped: 2 file(s)"),
+    EXPECT_NE(error.find("1 of 6 written; failed: " + (dir / "in" / "f2.png").string() +
+                         "; not processed after the batch stopped: 4 file(s)"),
               std::string::npos)
         << error;
     EXPECT_TRUE(fs::exists(dir / "out" / "f1.png"));
-    for (const char* name : {"f2.png", "f3.png", "f4.png"}) EXPECT_FALSE(fs::exists(dir / "out" / name)) << name;
+    for (const char* name : {"f2.png", "f3.png", "f4.png", "f5.png", "f6.png"}) EXPECT_FALSE(fs::exists(dir / "out" / name)) << name;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// `klab apply --backend gpu` end to end (issue 7): a small device-memory budget
-// (KLAB_DEVICE_MEMORY_BUDGET) sends a 1000x700 image through the strip path, and its output file
-// equals the synchronous one-shot path's byte for byte, for every border mode and Sobel; --strips
-// (one strip, more strips than rows) likewise; a batch goes through the same paths; and
+// `klab apply --backend gpu` end to end (issue 7): the strip pipeline (the default path) under a
+// small device-memory budget (KLAB_DEVICE_MEMORY_BUDGET), which cuts a 1000x700 image into many
+// strips, writes the same file as the synchronous one-shot path (--sync) byte for byte, for every
+// border mode and Sobel; --strips (one strip, more strips than rows) likewise; a batch goes through
+// the same paths, one pipeline per image size; and
 // `--variant auto` says which variant it took and why, from a tuning cache written here.
 #include <gtest/gtest.h>
 
@@ -38,7 +39,7 @@ std::string file_bytes(const fs::path& path) {
 
 constexpr int kWidth = 1000;
 constexpr int kHeight = 700;
-// Far below the one-shot need of a 1000x700 RGB image (2.1 MB in, 2.1 MB out): strips.
+// Far below the one-shot need of a 1000x700 RGB image (2.1 MB in, 2.1 MB out): many strips.
 constexpr const char* kSmallBudget = "KLAB_DEVICE_MEMORY_BUDGET=2M ";
 
 class ApplyGpu : public test::GpuTest {
@@ -138,6 +139,16 @@ TEST_F(ApplyGpu, BatchGoesThroughTheSamePaths) {
         ++paths;
     }
     EXPECT_EQ(paths, 2u) << r.output;
+    // Without the variable the budget is read from the free memory, which the kept pipeline
+    // lowers: the line must not change for the second large image either.
+    const test::CommandResult free = klab(options + "--out-dir " + (dir / "out2").string() + " " + (dir / "in").string());
+    ASSERT_EQ(free.exit_code, 0) << free.output;
+    paths = 0;
+    for (std::size_t at = free.output.find("gpu path: strip pipeline"); at != std::string::npos;
+         at = free.output.find("gpu path: strip pipeline", at + 1)) {
+        ++paths;
+    }
+    EXPECT_EQ(paths, 2u) << free.output;
     for (const char* name : {"large.png", "large2.png", "small.jpg"}) {
         const fs::path sync = dir / fmt::format("sync-{}", name);
         ASSERT_EQ(klab(options + "--sync " + (dir / "in" / name).string() + " " + sync.string()).exit_code, 0);
