@@ -74,6 +74,7 @@ TEST(StripSplit, TheBudgetSetsTheStripHeight) {
     // One strip needs one slot, whatever in_flight says: 5 MiB holds the whole image once (about
     // 4.3 MB in and out), not three times.
     EXPECT_EQ(split(1000, 700, 1, 3, std::size_t{5} << 20).rows, std::vector<int>{700});
+    EXPECT_EQ(split(1000, 700, 0, 3, std::size_t{5} << 20).rows, std::vector<int>{700});  // automatic: the same
     EXPECT_THROW(split(1000, 700, 0, 0, kGiB), Error);   // in flight 1..16
     EXPECT_THROW(split(1000, 700, 0, 17, kGiB), Error);
     EXPECT_THROW(split(1000, 700, -1, 3, kGiB), Error);  // strips >= 0
