@@ -505,7 +505,8 @@ void run_guarded(benchmark::State& state, const BenchCase& c, void (*time_row)(b
 // brackets it). "Pinned" rows register their host images once, outside the timing, as a batch
 // tool would; ".pageable" rows leave them pageable. The link rows are the floors, from pinned
 // memory, filtering nothing: the image's bytes up alone (e2e.upload), down alone (e2e.download),
-// and both at once on two streams (e2e.bidirectional: what an ideal pipeline's copies take).
+// and both at once, one whole-image copy each way on two streams (e2e.bidirectional: what the link
+// carries both ways; the pipeline's interleaved strips have come out ahead of it on some machines).
 
 enum class LinkCopy { none, upload, download, both };
 

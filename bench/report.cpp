@@ -600,7 +600,7 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
 }
 
 // Host image to host image (issue 7): each row against the link's floors of its size, in the same
-// file: the upload alone, and both directions at once (what a perfect overlap's copies take).
+// file: the upload alone, and both directions at once (what the link carries both ways).
 std::string end_to_end_section(const Rows& rows) {
     std::string out = "## 7. End to end: host to device to host\n\n";
     std::vector<Row> list = rows.plain([](const BenchName& n) { return is_end_to_end(n.row); });
@@ -608,8 +608,9 @@ std::string end_to_end_section(const Rows& rows) {
     if (list.empty()) return out + skipped("end-to-end paths (e2e.*)");
     out += "Host wall time of the whole path (upload, filter, download) per image. × upload = the row's median over the "
            "median of `e2e.upload` of the same size (the image's bytes host to device from pinned memory, nothing else); "
-           "× both ways = over `e2e.bidirectional` (the image up and another down at once: the copies of a perfect "
-           "overlap).\n\n";
+           "× both ways = over `e2e.bidirectional` (the image up and another down at once, one whole-image copy each way on "
+           "two streams: what the link carries both ways; not a strict bound, since the pipeline's strips have come out "
+           "ahead of it on some machines).\n\n";
     const auto floor_of = [&](const Row& r, const char* floor) -> const Row* {
         for (const Row& f : rows.all) {
             if (f.name->row == floor && f.name->size == r.name->size) return &f;
