@@ -164,7 +164,7 @@ StripSplit plan_strip_split(const Variant& variant, const Problem& problem, cons
         // Strips of at least 2 MiB of input (smaller copies are dominated by their fixed cost;
         // the last strip may be shorter), 24 of them where the image is large enough, shorter
         // where the budget needs it. On an H200, 8K RGB Gaussian 5x5 in one run (3 in flight): 6
-        // strips took 2328 us, 12 2229, 24 2191, 48 2265, 96 2541: fewer strips lengthen the fill
+        // strips took 2332 us, 12 2210, 24 2193, 48 2272, 96 2565: fewer strips lengthen the fill
         // and drain (the first upload and the last download, which nothing overlaps), more add
         // each copy's fixed cost (24 copies of an 8K RGB image's bytes each way at once took 4.6%
         // longer than one copy each way). A ramp (strips of a quarter and a half at both ends, to
