@@ -37,6 +37,12 @@ std::string file_bytes(const fs::path& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::size_t occurrences(const std::string& text, const std::string& what) {
+    std::size_t count = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+    return count;
+}
+
 constexpr int kWidth = 1000;
 constexpr int kHeight = 700;
 // Far below the one-shot need of a 1000x700 RGB image (2.1 MB in, 2.1 MB out): many strips.
@@ -134,21 +140,12 @@ TEST_F(ApplyGpu, BatchGoesThroughTheSamePaths) {
     const test::CommandResult r = klab(options + "--out-dir " + (dir / "out").string() + " " + (dir / "in").string(), kSmallBudget);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("3 of 3 written"), std::string::npos) << r.output;
-    std::size_t paths = 0;
-    for (std::size_t at = r.output.find("gpu path: strip pipeline"); at != std::string::npos; at = r.output.find("gpu path: strip pipeline", at + 1)) {
-        ++paths;
-    }
-    EXPECT_EQ(paths, 2u) << r.output;
+    EXPECT_EQ(occurrences(r.output, "gpu path: strip pipeline"), 2u) << r.output;
     // Without the variable the budget is read from the free memory, which the kept pipeline
     // lowers: the line must not change for the second large image either.
     const test::CommandResult free = klab(options + "--out-dir " + (dir / "out2").string() + " " + (dir / "in").string());
     ASSERT_EQ(free.exit_code, 0) << free.output;
-    paths = 0;
-    for (std::size_t at = free.output.find("gpu path: strip pipeline"); at != std::string::npos;
-         at = free.output.find("gpu path: strip pipeline", at + 1)) {
-        ++paths;
-    }
-    EXPECT_EQ(paths, 2u) << free.output;
+    EXPECT_EQ(occurrences(free.output, "gpu path: strip pipeline"), 2u) << free.output;
     for (const char* name : {"large.png", "large2.png", "small.jpg"}) {
         const fs::path sync = dir / fmt::format("sync-{}", name);
         ASSERT_EQ(klab(options + "--sync " + (dir / "in" / name).string() + " " + sync.string()).exit_code, 0);
