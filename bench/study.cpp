@@ -137,6 +137,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         add_row(cases, RowKind::copy, "baseline.copy", size, gaussian(size, 3));
         convolution_rows(size, gaussian(size, 3));
         convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), masks::box(5), kReplicate));
+        convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), masks::sharpen(), kReplicate));
         const Problem sobel = op_problem(Operation::sobel, size, 3, kReplicate);
         add_variants(cases, size, sobel);
         npp("npp.sobel", size, op_problem(Operation::sobel, size, 1, kReplicate));
@@ -160,6 +161,16 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
     // conv.global / constant / tiled_2batch / halo_tiled rows of these tables.
     for (const std::string& size : {std::string("HD"), std::string("8K")}) {
         for (int k : more_masks) convolution_rows(size, gaussian(size, k));
+    }
+    // 2b. General (not separable) masks (issue 14): sharpen 3x3 and a fixed random 9x9 at HD and
+    // 8K, with npp.filter32f; at 8K in SoA as well.
+    for (const std::string& size : {std::string("HD"), std::string("8K")}) {
+        for (const Mask& mask : {masks::sharpen(), masks::random(9)}) {
+            convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), mask, kReplicate));
+        }
+    }
+    for (const Mask& mask : {masks::sharpen(), masks::random(9)}) {
+        add_variants(cases, "8K", convolve_problem(shape_of("8K", 3, Layout::soa), mask, kReplicate));
     }
     // 4. AoS against SoA: the same problems in planar layout.
     for (const std::string& size : {std::string("HD"), std::string("8K")}) {

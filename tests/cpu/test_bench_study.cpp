@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/bench_json.hpp"
+#include "bench/fma_rate.hpp"
 #include "bench/study.hpp"
 #include "harness/error.hpp"
 
@@ -87,6 +88,40 @@ TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
         EXPECT_NE(name.rfind("npp.", 0), 0u) << name;
         EXPECT_EQ(name.find("/block:"), std::string::npos) << name;
     }
+}
+
+// Issue 14: the general masks at HD and 8K with NPP's arbitrary-mask filter, and once in SoA.
+TEST(BenchStudy, TheFullStudyHoldsGeneralMasksWithNppsArbitraryMaskFilter) {
+    const std::vector<std::string> names = names_of(gpu_study(Study::full, true, &two_shapes));
+    for (const char* size : {"HD", "8K"}) {
+        for (const char* filter : {"sharpen", "random9"}) {
+            for (const char* row : {"npp.filter32f", "conv.tile_fp32", "conv.register_window", "conv.register_window_async", "conv.global"}) {
+                EXPECT_TRUE(has(names, fmt::format("{}/{}/rgb.aos/{}/replicate", row, size, filter))) << row << " " << size << " " << filter;
+            }
+            // Not separable: the separable variants are not benchmarked on it.
+            EXPECT_FALSE(has(names, fmt::format("conv.separable_sliding/{}/rgb.aos/{}/replicate", size, filter)));
+        }
+    }
+    EXPECT_TRUE(has(names, "conv.register_window_async/8K/rgb.soa/random9/replicate"));
+    EXPECT_TRUE(has(names, "conv.register_window_async/8K/rgb.soa/sharpen/replicate"));
+    EXPECT_EQ(npp_family("random9"), "npp.filter32f");
+    EXPECT_EQ(npp_family("sharpen"), "npp.filter32f");
+    EXPECT_EQ(npp_family("gauss9"), "npp.gauss");
+}
+
+// The roofline's FMA floor counts the least FMAs per output element: a row and a column pass for
+// a rank-1 mask, every tap otherwise; none for the integer operations.
+TEST(BenchStudy, FmaFloorCountsTheLeastFmasOfTheProblem) {
+    const ImageShape image{64, 48, 3, Layout::aos};
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::gaussian(9), Border{})), 18.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::box(5), Border{})), 10.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::random(9), Border{})), 81.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::sharpen(), Border{})), 9.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, Mask(1, 9, std::vector<float>(9, 1.0f / 9)), Border{})), 9.0);
+    Problem sobel;
+    sobel.op = Operation::sobel;
+    sobel.shape = image;
+    EXPECT_EQ(fma_per_output_element(sobel), 0.0);
 }
 
 TEST(BenchStudy, TheSmokeStudyHasEveryRowKind) {
