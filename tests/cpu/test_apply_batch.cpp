@@ -6,8 +6,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -21,6 +19,7 @@
 #include "harness/error.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/synth.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab::cli {
 namespace {
@@ -98,10 +97,7 @@ BatchFilter inverting(int worker) {
     };
 }
 
-std::string file_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using test::file_bytes;
 
 TEST_F(ApplyBatch, SeveralWorkersWriteWhatOneWorkerWrites) {
     for (int i = 0; i < 6; ++i) {  // of different sizes, so that files take different times

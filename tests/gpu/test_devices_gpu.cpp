@@ -10,8 +10,6 @@
 #include <cuda_runtime_api.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
@@ -23,6 +21,7 @@
 #include "harness/io/image_io.hpp"
 #include "harness/synth.hpp"
 #include "tests/common/run_command.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
@@ -30,10 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string file_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using test::file_bytes;
 
 test::CommandResult klab(const std::string& arguments) { return test::run_command(std::string(KLAB_CLI_PATH) + " " + arguments); }
 
