@@ -100,8 +100,8 @@ void run_study(const RunOptions& o) {
     const bool gpu = device.given || !query.devices.empty();  // --device N without that device is an error
     fs::path out = o.out;
     if (gpu) {
+        const DeviceInfo d = select_one_device(device, "klab run");  // a missing device first, in any build
         require_timing_build("run");
-        const DeviceInfo d = select_one_device(device, "klab run");
         fmt::print("GPU: {} (device {}, compute capability {}.{}, {} SMs); {} study, {} repetitions\n", d.name, d.index,
                    d.cc_major, d.cc_minor, d.sm_count, bench::to_string(study), o.repetitions);
         if (out.empty()) out = fs::path(o.results) / autotune::current_gpu_identity().slug();

@@ -256,8 +256,6 @@ void run_tune(const TuneCliOptions& o) {
         }
         return run_plan(o);
     }
-    require_timing_build("tune");
-    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
     const DeviceRequest request = o.device.empty() ? DeviceRequest{} : parse_device_request(o.device);
     if (!o.class_share.empty()) (void)parse_class_share(o.class_share);  // a bad share is refused before any device work
     const DeviceQuery devices = query_devices();
@@ -265,8 +263,10 @@ void run_tune(const TuneCliOptions& o) {
         throw Error(fmt::format("klab tune{}: {}", o.device.empty() ? "" : " --device " + o.device, devices.no_device_reason),
                     "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
     }
+    if (!request.all) (void)select_one_device(request, "klab tune");  // a missing device first, in any build
+    require_timing_build("tune");
+    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
     if (request.all) return tune_every_device(o);
-    (void)select_one_device(request, "klab tune");
     std::vector<std::string> skipped;
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
