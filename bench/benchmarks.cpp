@@ -32,6 +32,7 @@
 #include "harness/cuda_check.hpp"
 #include "harness/cuda_event.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
@@ -755,9 +756,12 @@ int bench_main(int argc, char** argv) {
     app.add_option("--klab_study", study, "full (the seeds' study), quick (HD and 8K) or smoke (tiny images)")
         ->capture_default_str();
     app.add_option("--klab_results", settings().results, "Results directory holding <gpu-slug>/autotune.json")->capture_default_str();
+    std::string device_option;  // klab's --device N (harness/device_select.hpp); empty: the current device
+    app.add_option("--device", device_option, "CUDA device index, as `klab info` lists them (default: the first CUDA shows)");
     try {
         app.parse(argc, argv);
         settings().study = parse_study(study);
+        if (!device_option.empty()) (void)select_one_device(parse_device_request(device_option), "klab-bench");
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     } catch (const Error& e) {
@@ -785,7 +789,7 @@ int bench_main(int argc, char** argv) {
     try {
         const DeviceQuery query = query_devices();
         std::optional<DeviceInfo> device;
-        if (!query.devices.empty()) device = query.devices.front();
+        if (!query.devices.empty()) device = current_device(query);
         if (device) {
             // Before the context is written: the roofline's second floor, measured once per run.
             settings().ffma_per_second = measure_ffma_per_second(nullptr);

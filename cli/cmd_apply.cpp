@@ -2,7 +2,8 @@
 // registered variant (harness/variant.hpp), chosen by name or by `auto` (the fastest in the
 // tuning cache, else a default), through the strip pipeline (harness/strip_pipeline.hpp) from
 // pinned host memory, or with --sync in one synchronous piece. One file (IN OUT) or many
-// (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp).
+// (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp), on one GPU (--device N) or spread
+// over every GPU (--device all: one strip pipeline per GPU, each taking the next file when free).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include "harness/border.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
@@ -69,6 +71,7 @@ struct ApplyOptions {
     std::string out_dir;
     std::string list;     // --list FILE: more inputs, one per line
     std::string format;   // --format: the batch outputs' extension; empty keeps the input's
+    std::string device;   // GPU: --device N or all; empty: the current device
 };
 
 // What every image of a run is filtered with, parsed once.
@@ -174,6 +177,18 @@ void check_cpu_options(const ApplyOptions& o) {
                                 o.strips_given ? "--strips" : o.in_flight_given ? "--in-flight" : "--sync"),
                     "--strips, --in-flight and --sync with --backend gpu only");
     }
+    if (!o.device.empty()) {
+        throw Error(fmt::format("--device {} with --backend cpu: the CPU backend uses no device", o.device),
+                    "--device with --backend gpu only");
+    }
+}
+
+// --device all spreads a batch over the GPUs: one file runs on one.
+void check_device_option(const ApplyOptions& o, const DeviceRequest& request) {
+    if (request.all && o.out_dir.empty()) {
+        throw Error("--device all with IN OUT: one file runs on one GPU",
+                    "--device N for one file, or --device all --out-dir DIR INPUT... to spread a batch over the GPUs");
+    }
 }
 
 // --sync is the one-shot path, one piece at a time: strips in flight contradict it.
@@ -251,18 +266,16 @@ FilteredImage filter_on_cpu(const Setup& s, ImageU8 image, const reference::Prog
 // ---------------------------------------------------------------------------------------------
 // GPU backend
 
-// The name of the CUDA device the run uses (the current one, 0), or an error without one.
-std::string require_device() {
+// The devices the run uses: the one --device names, every one for --device all, else the current
+// one; an error without any.
+std::vector<DeviceInfo> gpu_devices(const ApplyOptions& o, const DeviceRequest& request) {
     const DeviceQuery query = query_devices();
     if (query.devices.empty()) {
-        throw Error(fmt::format("--backend gpu: {}", query.no_device_reason), "--backend cpu on a machine without a CUDA device");
+        throw Error(fmt::format("--backend gpu{}: {}", o.device.empty() ? "" : " --device " + o.device, query.no_device_reason),
+                    "--backend cpu on a machine without a CUDA device");
     }
-    int current = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&current));
-    for (const DeviceInfo& d : query.devices) {
-        if (d.index == current) return d.name;
-    }
-    return query.devices.front().name;
+    if (!request.given) return {current_device(query)};
+    return requested_devices(request, query, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 // The variant's default shape for the problem, with the block replaced by --block when given
@@ -316,21 +329,32 @@ struct CachedTime {
     double median_us = 0;
 };
 
-// Runs the filter on the GPU: the variant and shape (named, or auto), the pipeline path, the
-// optional verification. Loads the tuning cache once; one object serves every file of a batch.
+// Runs the filter on one GPU: the variant and shape (named, or auto), the pipeline path, the
+// optional verification. Loads the tuning cache once; one object serves every file of a batch on
+// its device. Made with its device current; a thread that calls filter() makes it current first.
 class GpuFilter {
 public:
     // After a lost CUDA context (a kernel fault) nothing can be freed: the process's end releases
     // the kept pipeline, instead of an error line for each of its buffers, streams and events.
     void abandon_after_lost_context() { (void)pipeline_.release(); }
 
-    GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block)
-        : o_(o), s_(s), requested_(requested), block_(std::move(block)), device_(require_device()),
-          gpu_(autotune::current_gpu_identity()) {
+    GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block,
+              const DeviceInfo& device)
+        : o_(o), s_(s), requested_(requested), block_(std::move(block)), device_index_(device.index),
+          device_(fmt::format("gpu {} ({})", device.index, device.name)), gpu_(autotune::current_gpu_identity()) {
         std::vector<std::string> warnings;
         cache_ = autotune::TuningCache::load_directory(o.results, warnings);
         for (const std::string& w : warnings) print_note("warning: " + w);
     }
+    // The kept pipeline's streams and memory are freed with their own device current.
+    ~GpuFilter() {
+        if (pipeline_) KLAB_CUDA_CHECK_NOTHROW(cudaSetDevice(device_index_));
+    }
+    GpuFilter(const GpuFilter&) = delete;
+    GpuFilter& operator=(const GpuFilter&) = delete;
+
+    int device_index() const { return device_index_; }
+    const std::string& device_name() const { return device_; }
 
     // `notes`: the choices made, as they are made (so that they can be printed even when a later
     // step fails). Throws klab::Error when the image cannot be filtered or fails --verify.
@@ -343,7 +367,7 @@ public:
         const PipelineRun run = run_path(*choice.variant, problem, choice.shape, image, filtered.image, notes);
         const ImageShape& in = image.shape();
         filtered.description =
-            fmt::format("{} with border {} on gpu ({}), variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
+            fmt::format("{} with border {} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
                         "transfers included)",
                         filter_text(s_.spec), to_string(s_.border), device_, choice.variant->name(),
                         requested_ != nullptr ? "" : " (auto)", to_string(choice.shape), in.width, in.height, in.channels,
@@ -636,7 +660,8 @@ private:
     const Setup& s_;
     const Variant* requested_;
     std::optional<LaunchShape> block_;
-    std::string device_;
+    int device_index_;
+    std::string device_;  // "gpu 0 (NVIDIA H200)"
     autotune::GpuIdentity gpu_;
     autotune::TuningCache cache_;
     // The strip pipeline of the last image, reused while the problem stays the same.
@@ -648,7 +673,11 @@ private:
 // ---------------------------------------------------------------------------------------------
 // One file, many files
 
-void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
+// One GpuFilter per device the run uses (none for the CPU backend), each made with its device current.
+using GpuFilters = std::vector<std::unique_ptr<GpuFilter>>;
+using MakeGpuFilters = std::function<GpuFilters()>;
+
+void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_gpus) {
     const std::string& in = o.paths[0];
     const std::string& out = o.paths[1];
     std::error_code ec;
@@ -656,12 +685,13 @@ void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::
         throw Error(fmt::format("IN '{}' is a directory", in), "an image file, or --out-dir DIR INPUT... for a directory's images");
     }
     if (!fs::exists(in, ec)) throw Error(fmt::format("IN '{}' does not exist", in), "an image file");
-    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is read
+    const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
+    GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
 
     ImageU8 image = io::read_image(in);
     io::check_writable(out, output_channels(s.spec, image.channels()));
     FilteredImage filtered;
-    if (gpu) {
+    if (gpu != nullptr) {
         std::vector<std::string> notes;
         try {
             filtered = gpu->filter(image, out, terminal_progress(), notes);
@@ -678,54 +708,85 @@ void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::
     fmt::print("{} -> {}: {}\n", in, out, filtered.description);
 }
 
-void run_many(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
-    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is created
+// One file of a batch on `gpu` (its device made current: this may be a worker thread of its own),
+// or on the CPU for a null `gpu`. `last_notes`: the worker's previous notes; the GPU's choices are
+// printed again only when they change.
+FilteredImage filter_batch_file(const Setup& s, GpuFilter* gpu, std::vector<std::string>& last_notes, ImageU8 image,
+                                const BatchFile& file) {
+    // The output is checked before the filtering (e.g. RGBA into a JPEG), as for one file.
+    io::check_writable(file.output, output_channels(s.spec, image.channels()));
+    if (gpu == nullptr) return filter_on_cpu(s, std::move(image), {});
+    use_device(gpu->device_index());
+    std::vector<std::string> notes;
+    FilteredImage filtered;
+    try {
+        filtered = gpu->filter(image, file.output.string(), {}, notes);
+    } catch (const std::exception& e) {
+        // A lost CUDA context fails every later file too: stop with this one's message.
+        if (const std::string sticky = sticky_cuda_error(); !sticky.empty()) {
+            gpu->abandon_after_lost_context();
+            throw BatchStop(fmt::format("{}; the CUDA context is lost ({}), so the batch stops", e.what(), sticky));
+        }
+        throw;
+    }
+    if (notes != last_notes) {
+        filtered.notes = notes;
+        last_notes = std::move(notes);
+    }
+    return filtered;
+}
+
+void run_many(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_gpus) {
+    const GpuFilters gpus = make_gpus();  // the devices first: without one, nothing is created
     const std::vector<BatchFile> files = plan_batch(o.paths, o.list, o.out_dir, o.format);
-    std::vector<std::string> last_notes;  // the GPU's choices are printed again only when they change
-    run_batch(files, [&](ImageU8 image, const BatchFile& file) {
-        // The output is checked before the filtering (e.g. RGBA into a JPEG), as for one file.
-        io::check_writable(file.output, output_channels(s.spec, image.channels()));
-        if (!gpu) return filter_on_cpu(s, std::move(image), {});
-        std::vector<std::string> notes;
-        FilteredImage filtered;
-        try {
-            filtered = gpu->filter(image, file.output.string(), {}, notes);
-        } catch (const std::exception& e) {
-            // A lost CUDA context fails every later file too: stop with this one's message.
-            if (const std::string sticky = sticky_cuda_error(); !sticky.empty()) {
-                gpu->abandon_after_lost_context();
-                throw BatchStop(fmt::format("{}; the CUDA context is lost ({}), so the batch stops", e.what(), sticky));
-            }
-            throw;
-        }
-        if (notes != last_notes) {
-            filtered.notes = notes;
-            last_notes = std::move(notes);
-        }
-        return filtered;
-    });
+    if (gpus.size() > 1) {
+        std::string names;
+        for (const auto& gpu : gpus) names += (names.empty() ? "" : ", ") + gpu->device_name();
+        fmt::print("--device all: {} files over {} GPUs ({}), each taking the next file when it is free\n", files.size(),
+                   gpus.size(), names);
+    }
+    std::vector<std::vector<std::string>> last_notes(std::max<std::size_t>(gpus.size(), 1));
+    std::vector<BatchFilter> workers;
+    for (std::size_t w = 0; w < last_notes.size(); ++w) {
+        GpuFilter* gpu = gpus.empty() ? nullptr : gpus[w].get();
+        workers.push_back([&s, gpu, &notes = last_notes[w]](ImageU8 image, const BatchFile& file) {
+            return filter_batch_file(s, gpu, notes, std::move(image), file);
+        });
+    }
+    run_batch(files, workers);
 }
 
 void run_apply(const ApplyOptions& o) {
     // Check everything that can be checked before the filtering starts, so a typo costs nothing.
     check_mode_options(o);
     Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads)};
-    std::function<std::unique_ptr<GpuFilter>()> make_gpu = [] { return std::unique_ptr<GpuFilter>(); };
+    MakeGpuFilters make_gpus = [] { return GpuFilters(); };
     std::optional<LaunchShape> block;
     const Variant* requested = nullptr;
+    DeviceRequest device;
     if (o.backend == "gpu") {
         require_gpu_operation(s.spec);
         block = o.block.empty() ? std::nullopt : std::optional<LaunchShape>(parse_block_shape(o.block));
         requested = requested_variant(o, s.spec);
         check_pipeline_options(o);
-        make_gpu = [&] { return std::make_unique<GpuFilter>(o, s, requested, block); };
+        if (!o.device.empty()) device = parse_device_request(o.device);
+        check_device_option(o, device);
+        make_gpus = [&] {
+            GpuFilters gpus;
+            for (const DeviceInfo& d : gpu_devices(o, device)) {
+                use_device(d.index);
+                gpus.push_back(std::make_unique<GpuFilter>(o, s, requested, block, d));
+            }
+            use_device(gpus.front()->device_index());  // the calling thread filters on the first
+            return gpus;
+        };
     } else {
         check_cpu_options(o);
     }
     if (o.out_dir.empty()) {
-        run_single(o, s, make_gpu);
+        run_single(o, s, make_gpus);
     } else {
-        run_many(o, s, make_gpu);
+        run_many(o, s, make_gpus);
     }
 }
 
@@ -776,6 +837,9 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)");
     cmd->add_option("--format", o->format, "Batch: the outputs' format (default: each input's extension)")
         ->check(CLI::IsMember({"png", "jpg", "pgm", "ppm"}));
+    cmd->add_option("--device", o->device,
+                    "GPU: the CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: a "
+                    "batch spread over every GPU, each taking the next file when it is free (same outputs as one GPU)");
     cmd->add_option("PATHS", o->paths,
                     "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
                     "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");

@@ -2,8 +2,12 @@
 // on the chosen problem classes and merges the winners into results/<gpu-slug>/autotune.json;
 // --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
 // we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
+// --device N tunes that GPU; --device all starts one klab tune per GPU (cli/device_fanout.hpp), the
+// GPUs of one model sharing its classes (--class-share K/N, set by --device all).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <cstdio>
 #include <memory>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "autotune/gpu_model.hpp"
@@ -20,7 +25,9 @@
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
 #include "cli/commands.hpp"
+#include "cli/device_fanout.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/synth.hpp"
 #include "harness/variant.hpp"
@@ -46,6 +53,8 @@ struct TuneCliOptions {
     bool verbose = false;
     bool missing_only = false;  // skip classes this GPU already has a current record of
     std::vector<ProblemClass> classes;  // when set (klab run): these classes instead of the product above
+    std::string device;       // --device N or all; empty: the current device
+    std::string class_share;  // "K/N": only classes K, K+N, K+2N, ... of the list (numbered from 1)
 };
 
 struct Job {
@@ -84,6 +93,16 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
                 }
             }
         }
+    }
+    // The share is taken from the whole list, before --missing-only looks at the cache: processes
+    // sharing the list each see the same numbering, whatever the others have stored meanwhile.
+    if (!o.class_share.empty()) {
+        const auto [share, shares] = parse_class_share(o.class_share);
+        std::vector<ProblemClass> mine;
+        for (std::size_t i = 0; i < classes.size(); ++i) {
+            if (static_cast<int>(i % static_cast<std::size_t>(shares)) == share - 1) mine.push_back(classes[i]);
+        }
+        classes = std::move(mine);
     }
     std::vector<Job> jobs;
     const std::vector<const Variant*> variants = chosen_variants(o);
@@ -198,16 +217,56 @@ void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const G
                jobs.size());
 }
 
+// --device all: one klab tune per GPU, started with this command line and --device N; the GPUs of
+// one model share its classes (a record of one is a record of the other) and its cache file.
+void tune_every_device(const TuneCliOptions& o) {
+    if (!o.class_share.empty()) {
+        throw Error(fmt::format("--class-share {} with --device all: --device all shares the classes out itself", o.class_share),
+                    "one of them");
+    }
+    const std::vector<DeviceInfo> devices =
+        requested_devices(parse_device_request("all"), query_devices(), std::getenv("CUDA_VISIBLE_DEVICES"));
+    const std::vector<DeviceShare> plan = plan_tuning(devices);
+    fmt::print("klab tune --device all: {} process(es), one per GPU, at once\n", plan.size());
+    std::vector<DeviceJob> jobs;
+    for (const DeviceShare& share : plan) {
+        DeviceJob job{share, {}, fmt::format("records in {}", (std::filesystem::path(o.results) / share.slug / "autotune.json").string())};
+        if (share.shares > 1) job.options.emplace_back("--class-share", fmt::format("{}/{}", share.share, share.shares));
+        fmt::print("  gpu {} {}: {}\n", share.device.index, share.device.name,
+                   share.shares == 1 ? std::string("every class")
+                                     : fmt::format("classes {} of every {} of the list (--class-share {}/{}; {} GPUs of this "
+                                                   "model share them and one cache)",
+                                                   share.share, share.shares, share.share, share.shares, share.shares));
+        jobs.push_back(std::move(job));
+    }
+    const std::vector<std::string> failed = run_per_device(jobs, own_executable());
+    if (!failed.empty()) {
+        throw Error(fmt::format("klab tune --device all: {} of {} process(es) failed: {}", failed.size(), jobs.size(),
+                                fmt::join(failed, "; ")),
+                    "every GPU's tune succeeding (its lines are above, prefixed with its label)");
+    }
+}
+
 void run_tune(const TuneCliOptions& o) {
     check_mask_sizes(o.mask_sizes);
-    if (!o.plan_for.empty()) return run_plan(o);
-    require_timing_build("tune");
-    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
+    if (!o.plan_for.empty()) {
+        if (!o.device.empty()) {
+            throw Error(fmt::format("--device {} with --plan-for {}: the plan uses a GPU model, no device", o.device, o.plan_for),
+                        "--plan-for MODEL without --device");
+        }
+        return run_plan(o);
+    }
+    const DeviceRequest request = o.device.empty() ? DeviceRequest{} : parse_device_request(o.device);
+    if (!o.class_share.empty()) (void)parse_class_share(o.class_share);  // a bad share is refused before any device work
     const DeviceQuery devices = query_devices();
     if (devices.devices.empty()) {
-        throw Error(fmt::format("klab tune: {}", devices.no_device_reason),
+        throw Error(fmt::format("klab tune{}: {}", o.device.empty() ? "" : " --device " + o.device, devices.no_device_reason),
                     "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
     }
+    if (!request.all) (void)select_one_device(request, "klab tune");  // a missing device first, in any build
+    require_timing_build("tune");
+    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
+    if (request.all) return tune_every_device(o);
     std::vector<std::string> skipped;
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
@@ -233,9 +292,10 @@ void run_tune(const TuneCliOptions& o) {
     options.timing.budget_seconds = o.budget_seconds;
     options.timing.min_samples = o.min_samples;
     const std::filesystem::path file = cache_file(o.results, gpu);
-    fmt::print("tuning {} job(s) on {}; minimum occupancy {} (candidates at 50% or more are measured too, for the cost "
+    fmt::print("tuning {} job(s) on {}{}; minimum occupancy {} (candidates at 50% or more are measured too, for the cost "
                "of the rule); {} s and at least {} samples per candidate, L2 flushed; results into {}\n",
-               jobs.size(), gpu.key(), percent_text(o.min_occupancy), o.budget_seconds, o.min_samples, file.string());
+               jobs.size(), gpu.key(), o.class_share.empty() ? "" : " (--class-share " + o.class_share + " of the classes)",
+               percent_text(o.min_occupancy), o.budget_seconds, o.min_samples, file.string());
     std::fflush(stdout);
 
     Tuner tuner(options);
@@ -317,6 +377,11 @@ void add_tune_command(CLI::App& app) {
     cmd->add_flag("--verbose", o->verbose, "With --dry-run or --plan-for: list the excluded shapes and why");
     cmd->add_flag("--missing-only", o->missing_only,
                   "Tune only the classes without a record of this GPU and of the variant's current source");
+    cmd->add_option("--device", o->device,
+                    "The CUDA device to tune (an index as `klab info` lists them; default: the first CUDA shows), or all: one "
+                    "klab tune per GPU at once, the GPUs of one model sharing its classes and its cache");
+    // Set by --device all on each process it starts; not for the command line (hence no group).
+    cmd->add_option("--class-share", o->class_share, "K/N: tune only classes K, K+N, K+2N, ... of the list")->group("");
     cmd->callback([o] { run_tune(*o); });
 }
 
