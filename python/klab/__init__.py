@@ -106,7 +106,7 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
 
     device = source.device if on_device and source.device >= 0 else -1
     report = _klab.run(image.image_tuple(), output.image_tuple(), spec, where, border, variant, handle, device,
-                       results or "", bool(verify), threads)
+                       str(results or ""), bool(verify), threads)
     report["input_address"] = source.address
     report["output_address"] = target.address
     return (result, report) if return_report else result
@@ -141,7 +141,7 @@ def choose(a, spec: str, border: str = "replicate", variant: str = "auto", *, la
     source = _arrays.describe(a, "a")
     image = _arrays.as_image(source, "a", layout, "uint8")
     device = source.device if source.device is not None and source.device >= 0 else -1
-    return _klab.choose(image.image_tuple(), spec, border, variant, device, results or "")
+    return _klab.choose(image.image_tuple(), spec, border, variant, device, str(results or ""))
 
 
 def variants() -> list:
