@@ -87,6 +87,20 @@ nb::dict report_dict(const klab::FilterReport& report) {
     return d;
 }
 
+// A host image's summed-area table of T sums, on the GPU or the CPU reference, into `out`.
+template <class T>
+klab::FilterReport host_integral(const klab::ImageU8& input, const ImageArg& out, bool on_gpu, const klab::FilterOptions& options) {
+    klab::HostImage<T> sums;
+    klab::FilterReport report;
+    if (on_gpu) {
+        report = klab::integral(input, sums, options);
+    } else {
+        sums = klab::integral_on_cpu<T>(input, options);
+    }
+    store(sums, out);
+    return report;
+}
+
 // Where a call runs: "cpu" (the reference on host arrays), "gpu-host" (host arrays, the GPU in
 // between), "gpu" (device arrays, in place).
 klab::FilterReport run(const ImageArg& in, const ImageArg& out, const std::string& filter, const std::string& where,
@@ -99,32 +113,19 @@ klab::FilterReport run(const ImageArg& in, const ImageArg& out, const std::strin
         return klab::integral(input, out.view<std::uint64_t>(), options);
     }
     const klab::ImageU8 input = host_copy(in);
-    klab::FilterReport report;
-    if (!integral) {
-        klab::ImageU8 result;
-        if (where == "gpu-host") {
-            report = klab::filter(input, result, filter, options);
-        } else {
-            result = klab::filter_on_cpu(input, filter, options);
-        }
-        store(result, out);
-    } else if (out.element_bytes == 4) {
-        klab::HostImage<std::uint32_t> sums;
-        if (where == "gpu-host") {
-            report = klab::integral(input, sums, options);
-        } else {
-            sums = klab::integral_on_cpu<std::uint32_t>(input, options);
-        }
-        store(sums, out);
-    } else {
-        klab::HostImage<std::uint64_t> sums;
-        if (where == "gpu-host") {
-            report = klab::integral(input, sums, options);
-        } else {
-            sums = klab::integral_on_cpu<std::uint64_t>(input, options);
-        }
-        store(sums, out);
+    const bool on_gpu = where == "gpu-host";
+    if (integral) {
+        return out.element_bytes == 4 ? host_integral<std::uint32_t>(input, out, on_gpu, options)
+                                      : host_integral<std::uint64_t>(input, out, on_gpu, options);
     }
+    klab::ImageU8 result;
+    klab::FilterReport report;
+    if (on_gpu) {
+        report = klab::filter(input, result, filter, options);
+    } else {
+        result = klab::filter_on_cpu(input, filter, options);
+    }
+    store(result, out);
     return report;
 }
 
