@@ -126,7 +126,7 @@ def test_cuda_array_interface_arrays(torch):
     assert report["verification"].startswith("ok")
 
 
-def test_numpy_arrays_through_the_gpu(torch):
+def test_numpy_arrays_through_the_gpu():
     a = image(channels=4)
     result, report = klab.filter(a, "gaussian:9", border="reflect", backend="gpu", verify=True, return_report=True)
     assert isinstance(result, np.ndarray) and report["verification"].startswith("ok")
