@@ -7,11 +7,11 @@
 #include "klab/klab.hpp"
 
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
