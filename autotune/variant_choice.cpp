@@ -81,8 +81,8 @@ VariantChoice VariantChooser::named_choice(const Variant& requested, const Probl
     return with_shape(requested, problem, notes);
 }
 
-// The shape for a chosen variant: the block (checked), else the tuning cache's (re-verified) for
-// a convolution, else the default.
+// The shape for a chosen variant: the block (checked), else the tuning cache's (re-verified), else
+// the default.
 VariantChoice VariantChooser::with_shape(const Variant& variant, const Problem& problem, std::vector<std::string>& notes) const {
     if (block_) {
         const LaunchShape shape = launch_shape(variant, problem, block_);
@@ -93,10 +93,6 @@ VariantChoice VariantChooser::with_shape(const Variant& variant, const Problem& 
                         "a block `klab list` shows for the variant, or no --block");
         }
         return {&variant, shape, fmt::format("block {} (--block)", block_text_)};
-    }
-    if (problem.op != Operation::convolve) {
-        const LaunchShape shape = variant.default_shape(problem);
-        return {&variant, shape, fmt::format("block {}, the variant's default (klab tune tunes convolutions only)", to_string(shape))};
     }
     const Lookup found = lookup(cache_, variant, source_hash(variant), problem, gpu_);
     if (found.level == LookupLevel::variant_default) return {&variant, found.shape, found.explanation};
@@ -116,10 +112,6 @@ VariantChoice VariantChooser::with_shape(const Variant& variant, const Problem& 
 VariantChoice VariantChooser::auto_choice(const Problem& problem, std::vector<std::string>& notes) const {
     if (block_) {
         return default_choice(problem, fmt::format("--block {}: the tuning cache's times are for its own blocks", block_text_), notes);
-    }
-    if (problem.op != Operation::convolve) {
-        return default_choice(problem, fmt::format("no tuning records for {} (klab tune tunes convolutions only)", to_string(problem.op)),
-                              notes);
     }
     const ProblemClass wanted = problem_class(problem);
     std::vector<CachedTime> times = comparable_times(problem, wanted);
@@ -218,7 +210,8 @@ std::vector<std::string> VariantChooser::stale_variants(const Problem& problem, 
 }
 
 // Without usable records: conv.separable_fused for a separable mask, else conv.halo_tiled
-// (sobel.fused for Sobel: one pass, several times faster than sobel.3kernel in the H200 study),
+// (sobel.register_window, else sobel.fused, for Sobel: one pass, several times faster than
+// sobel.3kernel),
 // where registered and running the problem; else the first registered variant that does.
 VariantChoice VariantChooser::default_choice(const Problem& problem, const std::string& reason, std::vector<std::string>& notes) const {
     std::vector<std::pair<std::string, std::string>> preferred;  // name, why
@@ -229,7 +222,7 @@ VariantChoice VariantChooser::default_choice(const Problem& problem, const std::
             preferred = {{"conv.halo_tiled", "the mask is not separable"}};
         }
     } else if (problem.op == Operation::sobel) {
-        preferred = {{"sobel.fused", "one pass over the image"}};
+        preferred = {{"sobel.register_window", "one pass, the window in registers"}, {"sobel.fused", "one pass over the image"}};
     }
     std::vector<std::string> refusals;
     const auto choose = [&](const Variant& v, const std::string& why) {

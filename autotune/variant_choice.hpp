@@ -7,8 +7,9 @@
 // auto: this GPU's records of the exact class, else of the nearest tuned size, are compared; the
 // fastest whose cached shape passes re-verification (verify_shape_once(), on a 509x287 image) wins.
 // Without usable records: conv.separable_fused for a separable mask, conv.halo_tiled otherwise,
-// sobel.fused for Sobel, where registered and running the problem; else the first registered
-// variant that does. A named variant gets the cached shape (re-verified) or its default.
+// sobel.register_window (else sobel.fused) for Sobel, where registered and running the problem;
+// else the first registered variant that does. A named variant gets the cached shape (re-verified)
+// or its default. Every operation is tuned (problem_class.hpp), so every one is looked up.
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-// klab tune: the autotuner's front end (autotune/). On a GPU it tunes every convolution variant
-// on the chosen problem classes and merges the winners into results/<gpu-slug>/autotune.json;
-// --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
+// klab tune: the autotuner's front end (autotune/). On a GPU it tunes every variant (convolution,
+// Sobel, integral image) on the chosen problem classes of its operation and merges the winners
+// into results/<gpu-slug>/autotune.json; --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
 // we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
 // --device N tunes that GPU; --device all starts one klab tune per GPU (cli/device_fanout.hpp), the
 // GPUs of one model sharing its classes (--class-share K/N, set by --device all).
@@ -39,7 +39,8 @@ namespace {
 using namespace klab::autotune;
 
 struct TuneCliOptions {
-    std::vector<std::string> variants;  // empty: every convolution variant
+    std::vector<std::string> variants;  // empty: every variant of the chosen operations
+    std::vector<std::string> ops;       // empty: every operation, or the named variants' operations
     std::vector<std::string> sizes = {"HD", "8K"};
     std::vector<int> mask_sizes = {3, 9};
     std::vector<int> channels = {3};
@@ -52,7 +53,8 @@ struct TuneCliOptions {
     std::string plan_for;  // a GPU model name: the offline plan
     bool verbose = false;
     bool missing_only = false;  // skip classes this GPU already has a current record of
-    std::vector<ProblemClass> classes;  // when set (klab run): these classes instead of the product above
+    std::vector<ProblemClass> classes;  // when set (klab run, --class): these classes instead of the product above
+    std::vector<std::string> class_texts;  // --class
     std::string device;       // --device N or all; empty: the current device
     std::string class_share;  // "K/N": only classes K, K+N, K+2N, ... of the list (numbered from 1)
 };
@@ -62,34 +64,63 @@ struct Job {
     ProblemClass problem_class;
 };
 
-std::vector<const Variant*> chosen_variants(const TuneCliOptions& o) {
-    if (o.variants.empty()) return Registry::instance().for_op(Operation::convolve);
+Operation operation_named(const std::string& name) {
+    if (name == "convolve") return Operation::convolve;
+    if (name == "sobel") return Operation::sobel;
+    if (name == "integral") return Operation::integral;
+    throw Error(fmt::format("--op {}", name), "convolve, sobel or integral");
+}
+
+// The variants of `op` to tune: every registered one, or those --variant names.
+std::vector<const Variant*> chosen_variants(const TuneCliOptions& o, Operation op) {
+    if (o.variants.empty()) return Registry::instance().for_op(op);
     std::vector<const Variant*> out;
     for (const std::string& name : o.variants) {
         const Variant& v = Registry::instance().get(name);  // its error lists the names
-        if (v.op() != Operation::convolve) {
-            throw Error(fmt::format("--variant {}: the tuner tunes convolution variants; {} computes {}", name, name,
-                                    to_string(v.op())),
-                        "a convolution variant (`klab list`)");
-        }
-        out.push_back(&v);
+        if (v.op() == op) out.push_back(&v);
     }
     return out;
+}
+
+// The operations whose classes the product of --size, --mask-size, --channels and --layout makes:
+// --op, else the named variants' operations, else all three.
+std::vector<Operation> chosen_operations(const TuneCliOptions& o) {
+    std::vector<Operation> ops;
+    const auto add = [&](Operation op) {
+        if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    };
+    for (const std::string& name : o.ops) add(operation_named(name));
+    if (ops.empty()) {
+        for (const std::string& name : o.variants) add(Registry::instance().get(name).op());
+    }
+    if (ops.empty()) ops = {Operation::convolve, Operation::sobel, Operation::integral};
+    return ops;
 }
 
 // Classes in size order, the variants of a class one after another (the tuner keeps the
 // class's image and reference between them). Unsupported pairs are listed and skipped.
 std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skipped) {
     std::vector<ProblemClass> classes = o.classes;
+    const std::vector<Operation> ops = chosen_operations(o);
     for (const std::string& size : o.classes.empty() ? o.sizes : std::vector<std::string>{}) {
         const synth::Resolution r = synth::parse_resolution(size);
         if (r.name.find('x') != std::string::npos) {
             throw Error(fmt::format("--size {}: the tuner tunes resolution buckets", size), "480p, 720p, HD, 4K or 8K");
         }
-        for (int k : o.mask_sizes) {
+        for (Operation op : ops) {
             for (int c : o.channels) {
                 for (const std::string& layout : o.layouts) {
-                    classes.push_back(parse_problem_class(fmt::format("{}/{}x{}/c{}/{}", r.name, k, k, c, layout)));
+                    if (op == Operation::convolve) {
+                        for (int k : o.mask_sizes) {
+                            classes.push_back(parse_problem_class(fmt::format("{}/{}x{}/c{}/{}", r.name, k, k, c, layout)));
+                        }
+                    } else {
+                        // The bucket's own image decides an integral class's sums (u64 at 8K).
+                        Problem p;
+                        p.op = op;
+                        p.shape = ImageShape{r.width, r.height, c, parse_layout(layout)};
+                        classes.push_back(problem_class(p));
+                    }
                 }
             }
         }
@@ -105,9 +136,8 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
         classes = std::move(mine);
     }
     std::vector<Job> jobs;
-    const std::vector<const Variant*> variants = chosen_variants(o);
     for (const ProblemClass& c : classes) {
-        for (const Variant* v : variants) {
+        for (const Variant* v : chosen_variants(o, c.op)) {
             const Problem problem = representative_problem(c, *v);
             if (const Support s = v->supports(problem); !s) {
                 skipped.push_back(fmt::format("{} {}: {}", v->name(), to_string(c), s.reason()));
@@ -352,10 +382,16 @@ void run_tune(const TuneCliOptions& o) {
 void add_tune_command(CLI::App& app) {
     auto o = std::make_shared<TuneCliOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "tune", "Find each convolution variant's fastest verified block shape on this GPU and cache it per GPU model");
-    cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every convolution variant)");
+        "tune", "Find each variant's fastest verified block shape on this GPU and cache it per GPU model");
+    cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every variant of the operations)");
+    cmd->add_option("--op", o->ops, "Operation(s) whose classes to tune: convolve, sobel, integral (default: all, or the "
+                                    "--variant ones' operations)")
+        ->check(CLI::IsMember({"convolve", "sobel", "integral"}));
     cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
-    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31")
+    cmd->add_option("--class", o->class_texts,
+                    "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
+                    "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
+    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
         ->check(CLI::Range(1, 31))
         ->capture_default_str();
     cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(CLI::IsMember({1, 3, 4}))->capture_default_str();
@@ -382,7 +418,10 @@ void add_tune_command(CLI::App& app) {
                     "klab tune per GPU at once, the GPUs of one model sharing its classes and its cache");
     // Set by --device all on each process it starts; not for the command line (hence no group).
     cmd->add_option("--class-share", o->class_share, "K/N: tune only classes K, K+N, K+2N, ... of the list")->group("");
-    cmd->callback([o] { run_tune(*o); });
+    cmd->callback([o] {
+        for (const std::string& text : o->class_texts) o->classes.push_back(parse_problem_class(text));
+        run_tune(*o);
+    });
 }
 
 void require_timing_build(const std::string& command) {
