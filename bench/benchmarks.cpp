@@ -304,13 +304,10 @@ public:
         return it->second;
     }
 
-    // Where the row's shape comes from: forced, the tuning cache (re-verified), or the default.
+    // Where the row's shape comes from: forced, the tuning cache (re-verified), or the default. Every
+    // operation is tuned (convolutions, Sobel, integral images: autotune/problem_class.hpp).
     std::pair<LaunchShape, std::string> shape_for(const BenchCase& c) {
         if (c.forced_shape) return {*c.forced_shape, fmt::format("{} forced (block-shape study)", to_string(*c.forced_shape))};
-        if (c.problem.op != Operation::convolve) {  // the tuner tunes convolutions only (problem classes need a mask)
-            const LaunchShape shape = c.variant->default_shape(c.problem);
-            return {shape, fmt::format("{} default (only convolutions are tuned)", to_string(shape))};
-        }
         const autotune::Lookup found =
             autotune::lookup(cache_, *c.variant, autotune::source_hash(*c.variant), c.problem, gpu_);
         if (found.level == autotune::LookupLevel::variant_default) {

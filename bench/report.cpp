@@ -615,19 +615,27 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
         out += render(t);
     }
 
+    // Each table: the rows of its filters at its sizes, by size, then fastest first; the block
+    // column shows every row's launch shape and where it came from (tuned, or why the default).
     struct Part {
-        std::string title, filter, missing;
-        std::vector<std::string> sizes;
+        std::string title;
+        std::vector<std::string> filters, sizes;
+        std::string missing;
     };
-    const std::vector<Part> parts = {{"Box 9×9", "box9", "box9 at 8K", {"8K"}},
-                                     {"Sobel", "sobel", "sobel at 8K", {"8K"}},
-                                     {"Integral image", "integral", "integral at 8K or 4096x4096", {"8K", "4096x4096"}}};
+    const std::vector<Part> parts = {
+        {"Box filters 3×3, 9×9 and 31×31", {"box3", "box9", "box31"}, {"8K"}, "box3, box9 or box31 at 8K"},
+        {"Sobel", {"sobel"}, {"8K"}, "sobel at 8K"},
+        {"Integral image", {"integral"}, {"8K", "4K", "4096x4096"}, "integral at 8K, 4K or 4096x4096"}};
+    const auto in = [](const std::vector<std::string>& values, const std::string& value) {
+        return std::find(values.begin(), values.end(), value) != values.end();
+    };
     for (const Part& p : parts) {
         out += "### " + p.title + "\n\n";
-        list = rows.plain([&](const BenchName& n) {
-            return n.filter == p.filter && std::find(p.sizes.begin(), p.sizes.end(), n.size) != p.sizes.end();
+        list = rows.plain([&](const BenchName& n) { return in(p.filters, n.filter) && in(p.sizes, n.size); });
+        sort_by_size(list, [&](const Row& r) {  // the filters in the part's order
+            return fmt::format("{:02}{}", std::find(p.filters.begin(), p.filters.end(), r.name->filter) - p.filters.begin(),
+                               r.name->format);
         });
-        sort_by_size(list);
         if (list.empty()) {
             out += skipped(p.missing);
             continue;
