@@ -227,18 +227,26 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
     }
     const bool writes = lane >= kLeft && lane < kWarp - kRight && e0 < row_bytes;
 
-    // V for output row y_begin: rows y_begin - ry ... y_begin + ry.
+    // The walk: bands walk down and up in turn (step 1, -1), so that two bands read the kh - 1 rows
+    // they share at the same time, both at the start of their walks or both at the end: the second
+    // read comes from L2, and the image is read from DRAM about once whatever the box's height.
+    const int step = blockIdx.y % 2 == 0 ? 1 : -1;
+    const int rows = y_end - y_begin;
+    const int y_first = step > 0 ? y_begin : y_end - 1;
+    // V for the first output row of the walk: rows y_first - ry ... y_first + ry.
     std::uint32_t v[P / 2] = {};
-    for (int y = y_begin - ry; y <= y_begin + ry; ++y) {
+    for (int y = y_first - ry; y <= y_first + ry; ++y) {
         LaneBytes<E> row;
         load_bytes<E>(in, plane, y, e0, border, row);
         accumulate<E>(v, row);
     }
-    LaneBytes<E> entering, leaving;  // for the next slide, loaded one row ahead
-    load_bytes<E>(in, plane, y_begin + ry + 1, e0, border, entering);
-    load_bytes<E>(in, plane, y_begin - ry, e0, border, leaving);
+    // For the next slide, loaded a row ahead: the row entering the window and the one leaving it.
+    LaneBytes<E> entering, leaving;
+    load_bytes<E>(in, plane, y_first + step * (ry + 1), e0, border, entering);
+    load_bytes<E>(in, plane, y_first - step * ry, e0, border, leaving);
 
-    for (int y = y_begin; y < y_end; ++y) {
+    for (int i = 0; i < rows; ++i) {
+        const int y = y_first + i * step;
         // Running sums per channel along the segment: the lane's own, then the lanes before it.
         std::uint32_t run[P];
         std::uint32_t total[E];
@@ -266,11 +274,11 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
         for (int q = 0; q < P / 4; ++q) {
             reinterpret_cast<uint4*>(mine)[q] = make_uint4(run[4 * q], run[4 * q + 1], run[4 * q + 2], run[4 * q + 3]);
         }
-        // Slide V to the next row while the running sums settle.
-        if (y + 1 < y_end) {
+        // Slide V to the next row of the walk while the running sums settle.
+        if (i + 1 < rows) {
             slide<E>(v, entering, leaving);
-            load_bytes<E>(in, plane, y + ry + 2, e0, border, entering);
-            load_bytes<E>(in, plane, y - ry + 1, e0, border, leaving);
+            load_bytes<E>(in, plane, y + step * (ry + 2), e0, border, entering);
+            load_bytes<E>(in, plane, y - step * (ry - 1), e0, border, leaving);
         }
         __syncwarp();
         // S(e) = run(e + RX*E) - run(e - (RX+1)*E): the words at fixed offsets from the lane's own.
@@ -293,9 +301,9 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
                 packed[q] = __byte_perm(__byte_perm(b0, b1, 0x0040u), __byte_perm(b2, b3, 0x0040u), 0x5410u);
             }
             std::uint8_t* dst = out.row(y, plane) + e0;
-            if (e0 + P <= row_bytes && reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
+            if (e0 + P <= row_bytes && reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {  // streaming (evict-first) stores
 #pragma unroll
-                for (int i = 0; i < P / 8; ++i) reinterpret_cast<uint2*>(dst)[i] = make_uint2(packed[2 * i], packed[2 * i + 1]);
+                for (int q = 0; q < P / 8; ++q) __stcs(reinterpret_cast<uint2*>(dst) + q, make_uint2(packed[2 * q], packed[2 * q + 1]));
             } else {
 #pragma unroll
                 for (int k = 0; k < P; ++k)

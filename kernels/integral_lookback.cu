@@ -22,7 +22,9 @@
 //      row out(x, y0 + 32N - 1) = that + its aggregate;
 //   5. reads its tile again (pass 2, from L2) and writes the output rows: per row a warp scan of
 //      the lanes' sums plus rowleft, added into a running column carry; each row is staged through
-//      shared memory so that a store instruction writes 512 contiguous bytes.
+//      shared memory so that a store instruction writes 512 contiguous bytes, as streaming stores
+//      (evict-first in L2, so that the 265 MB of an 8K u64 table do not push the image out of L2
+//      before pass 2 reads it again).
 // A look-back reads the status flags of up to 32 predecessor tiles at once (one per lane of warp 0,
 // each waiting until its tile has published at least an aggregate), then every thread adds the
 // values of its rows or columns from those tiles: one round trip to L2 for a window of 32 tiles.
@@ -467,7 +469,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
                 }
                 __syncwarp();
 #pragma unroll
-                for (int q = 0; q < kChunks; ++q) reinterpret_cast<uint4*>(dst)[q * kWarp + lane] = stage[padded(q * kWarp + lane)];
+                for (int q = 0; q < kChunks; ++q) __stcs(reinterpret_cast<uint4*>(dst) + q * kWarp + lane, stage[padded(q * kWarp + lane)]);
                 __syncwarp();  // the stage is read before the next row overwrites it
             } else {
                 T* mine = out.row(y, plane) + static_cast<std::size_t>(x0) * E;

@@ -1,8 +1,9 @@
 // sobel.register_window — gray conversion, 3x3 Sobel gradients and magnitude, the window in registers.
 //
 // Technique: each thread owns a strip of kPixels (8) consecutive pixels of a row and walks down
-// kRows (16) rows of it, holding the 3x3 window of its strip in registers: no shared memory, no
-// barrier. A row of the strip is one word load per plane (8 bytes gray, 24 bytes RGB, 32 bytes RGBA,
+// (or up: strips alternate, so that two strips read the rows they share at the same time, the
+// second from L2) kRows (16) rows of it, holding the 3x3 window of its strip in registers: no
+// shared memory, no barrier. Outputs are streaming stores (evict-first in L2). A row of the strip is one word load per plane (8 bytes gray, 24 bytes RGB, 32 bytes RGBA,
 // as 8- and 16-byte loads), issued two rows (gray) or one row (colour) ahead of the row being
 // computed. The two halo columns come from the neighbouring lanes by warp shuffle (a warp's 32
 // lanes hold 256 consecutive pixels); lanes 0 and 31 read their outer neighbour themselves. Per pixel:
@@ -224,8 +225,10 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
     return __float_as_uint(sqrt_approx(n) + kRoundMagic);
 }
 
-// One output row: the window (a, c) advances by the gray row g of the row below, and the row's
-// eight outputs go to dst (one 8-byte store where the output's rows are aligned for it).
+// One output row: the window (a, c) advances by the gray row g of the next row in the walk, and
+// the row's eight outputs go to dst (one 8-byte streaming store where the output's rows are aligned
+// for it: evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
+// Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
 __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[kPixels + 2], const float (&g)[kPixels + 2],
                                             std::uint8_t* dst, bool aligned_store) {
     std::uint32_t bits[kPixels];
@@ -244,51 +247,55 @@ __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[
     if (aligned_store) {
         const std::uint32_t low = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
         const std::uint32_t high = __byte_perm(__byte_perm(bits[4], bits[5], 0x0040u), __byte_perm(bits[6], bits[7], 0x0040u), 0x5410u);
-        *reinterpret_cast<uint2*>(dst) = make_uint2(low, high);
+        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(low, high));
     } else {
 #pragma unroll
         for (int k = 0; k < kPixels; ++k) dst[k] = static_cast<std::uint8_t>(bits[k]);
     }
 }
 
-// The register window down output rows [y_begin, y_end) of the strip at x0. Interior: every row it
-// reads, y_begin - 1 ... y_end, lies inside the image.
-template <int Channels, bool Soa, bool Interior>
+// The register window over output rows [y_begin, y_end) of the strip at x0, walking down (Step 1)
+// or up (Step -1). Interior: every row it reads, y_begin - 1 ... y_end, lies inside the image.
+// Strips walk down and up in turn, so that two strips read the rows they share at about the same
+// time, both at the start of their walks or both at the end (the second read finds them in L2).
+template <int Channels, bool Soa, bool Interior, int Step>
 __device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_begin,
                                              int y_end) {
     using Raw = RawRow<Channels, Soa>;
+    constexpr int step = Step;
     const bool aligned_store = (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 8 == 0;
-    std::uint8_t* dst = out.data + static_cast<std::size_t>(y_begin) * out.pitch_bytes + x0;
+    const int rows = y_end - y_begin;
+    const int y_first = step > 0 ? y_begin : y_end - 1;  // the first output row of the walk
     // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
-    // the row above and the current row.
+    // the previous row of the walk and the current row.
     float a[kPixels + 2], c[kPixels + 2];
     {
         Raw raw;
         float g[kPixels + 2];
-        load_row<Channels, Soa, Interior>(in, y_begin - 1, x0, lane, raw);
+        load_row<Channels, Soa, Interior>(in, y_first - step, x0, lane, raw);
         gray_row(raw, lane, g);
-        load_row<Channels, Soa, Interior>(in, y_begin, x0, lane, raw);
+        load_row<Channels, Soa, Interior>(in, y_first, x0, lane, raw);
         gray_row(raw, lane, a);
 #pragma unroll
         for (int j = 0; j < kPixels + 2; ++j) c[j] = g[j] + a[j];
     }
-    // Rows in flight: ahead[r] holds row y + 1 + r, the row below output row y + r, and is refilled
-    // kAhead rows further down once it has been used (the loop is unrolled by kAhead so that the
-    // rows stay in fixed registers). Gray rows keep two in flight (8 bytes per lane each); colour
-    // rows (24 and 32 bytes) keep one, which leaves the registers the colour conversion needs.
+    // Rows in flight: ahead[r] holds the row after output row i + r in the walk (row y_first + (i +
+    // r + 1) * step) and is refilled kAhead rows further on once it has been used (the loop is
+    // unrolled by kAhead so that the rows stay in fixed registers). Gray rows keep two in flight
+    // (8 bytes per lane each); colour rows (24 and 32 bytes) keep one, which leaves the registers the
+    // colour conversion needs.
     constexpr int kAhead = Channels == 1 ? 2 : 1;
     Raw ahead[kAhead];
 #pragma unroll
-    for (int r = 0; r < kAhead; ++r) load_row<Channels, Soa, Interior>(in, y_begin + 1 + r, x0, lane, ahead[r]);
-    for (int y = y_begin; y < y_end; y += kAhead) {
+    for (int r = 0; r < kAhead; ++r) load_row<Channels, Soa, Interior>(in, y_first + (1 + r) * step, x0, lane, ahead[r]);
+    for (int i = 0; i < rows; i += kAhead) {
 #pragma unroll
         for (int r = 0; r < kAhead; ++r) {
-            if (y + r >= y_end) break;
+            if (i + r >= rows) break;
             float g[kPixels + 2];
             gray_row(ahead[r], lane, g);
-            if (y + r + kAhead < y_end) load_row<Channels, Soa, Interior>(in, y + r + 1 + kAhead, x0, lane, ahead[r]);
-            window_step(a, c, g, dst, aligned_store);
-            dst += out.pitch_bytes;
+            if (i + r + kAhead < rows) load_row<Channels, Soa, Interior>(in, y_first + (i + r + 1 + kAhead) * step, x0, lane, ahead[r]);
+            window_step(a, c, g, out.data + static_cast<std::size_t>(y_first + (i + r) * step) * out.pitch_bytes + x0, aligned_store);
         }
     }
 }
@@ -354,10 +361,16 @@ __global__ void __launch_bounds__(kMaxBlockThreads, 2)
     }
     const Source source{in.data, static_cast<std::uint32_t>(in.pitch_bytes), static_cast<std::size_t>(height) * in.pitch_bytes,
                         in.shape.width, height, border};
-    if (y_begin >= 1 && y_end + 1 <= height) {
-        window_strip<Channels, Soa, true>(source, out, lane, x0, y_begin, y_end);
+    const bool down = (y_begin / kRows) % 2 == 0;  // strips walk down and up in turn
+    const bool interior = y_begin >= 1 && y_end + 1 <= height;
+    if (interior && down) {
+        window_strip<Channels, Soa, true, 1>(source, out, lane, x0, y_begin, y_end);
+    } else if (interior) {
+        window_strip<Channels, Soa, true, -1>(source, out, lane, x0, y_begin, y_end);
+    } else if (down) {
+        window_strip<Channels, Soa, false, 1>(source, out, lane, x0, y_begin, y_end);
     } else {
-        window_strip<Channels, Soa, false>(source, out, lane, x0, y_begin, y_end);
+        window_strip<Channels, Soa, false, -1>(source, out, lane, x0, y_begin, y_end);
     }
 }
 
