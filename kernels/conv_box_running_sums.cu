@@ -125,9 +125,23 @@ __device__ __noinline__ std::uint32_t bordered_word(ImageView<const std::uint8_t
     return word;
 }
 
+// How a lane reads its bytes of a row, the same for every row: 16- or 8-byte loads where they lie
+// inside the row and the rows are aligned for them (the data pointer and the pitch), else byte by
+// byte with the border rule.
+enum class LanePath { vector16, vector8, bytes };
+
+template <int E>
+__device__ __forceinline__ LanePath lane_path(const ImageView<const std::uint8_t>& in, int e0) {
+    constexpr int P = kLaneBytes<E>;
+    const std::uintptr_t rows = reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes;  // SoA planes: height * pitch apart
+    if (e0 < 0 || e0 + P > in.shape.width * E) return LanePath::bytes;
+    if (P % 16 == 0 && rows % 16 == 0) return LanePath::vector16;
+    return rows % 8 == 0 ? LanePath::vector8 : LanePath::bytes;
+}
+
 template <int E>
 __device__ __forceinline__ void load_bytes(const ImageView<const std::uint8_t>& in, int plane, int y, int e0, Border border,
-                                           LaneBytes<E>& out) {
+                                           LanePath path, LaneBytes<E>& out) {
     constexpr int P = kLaneBytes<E>;
     const int sy = border_index(y, in.shape.height, border.mode);
     if (sy < 0) {
@@ -136,14 +150,13 @@ __device__ __forceinline__ void load_bytes(const ImageView<const std::uint8_t>& 
         return;
     }
     const std::uint8_t* src = in.row(sy, plane) + e0;
-    const bool inside = e0 >= 0 && e0 + P <= in.shape.width * E;
-    if (inside && reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && P % 16 == 0) {
+    if (path == LanePath::vector16) {
 #pragma unroll
         for (int i = 0; i < P / 16; ++i) {
             const uint4 v = __ldg(reinterpret_cast<const uint4*>(src) + i);
             out.w[4 * i] = v.x, out.w[4 * i + 1] = v.y, out.w[4 * i + 2] = v.z, out.w[4 * i + 3] = v.w;
         }
-    } else if (inside && reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {
+    } else if (path == LanePath::vector8) {
 #pragma unroll
         for (int i = 0; i < P / 8; ++i) {
             const uint2 v = __ldg(reinterpret_cast<const uint2*>(src) + i);
@@ -173,6 +186,42 @@ __device__ __forceinline__ void accumulate(std::uint32_t (&v)[kLaneBytes<E> / 2]
     for (int i = 0; i < kLaneBytes<E> / 4; ++i) {
         v[2 * i] += __byte_perm(add.w[i], 0u, 0x4140u);
         v[2 * i + 1] += __byte_perm(add.w[i], 0u, 0x4342u);
+    }
+}
+
+// The running sums of the lanes before this one, per channel: a warp scan of the lanes' totals
+// (run[P - E + c] is a lane's total of channel c). RGB packs its three totals into 21-bit fields of
+// one 64-bit word, one scan instead of three: a lane's total is at most 8 pixels * 31 * 255 = 63240,
+// a warp's 32 times that, 2,023,680 < 2^21.
+template <int E>
+__device__ __forceinline__ void channel_offsets(const std::uint32_t (&run)[kLaneBytes<E>], int lane, std::uint32_t (&before)[E]) {
+    constexpr int P = kLaneBytes<E>;
+    if constexpr (E == 3) {
+        static_assert(P / 3 * 31 * 255 * kWarp < (1 << 21), "21-bit fields hold a warp's sums");
+        const unsigned long long own =
+            run[P - 3] | static_cast<unsigned long long>(run[P - 2]) << 21 | static_cast<unsigned long long>(run[P - 1]) << 42;
+        unsigned long long t = own;
+#pragma unroll
+        for (int offset = 1; offset < kWarp; offset *= 2) {
+            const unsigned long long other = __shfl_up_sync(kFullMask, t, offset);
+            if (lane >= offset) t += other;
+        }
+        t -= own;
+        before[0] = static_cast<std::uint32_t>(t & 0x1fffff);
+        before[1] = static_cast<std::uint32_t>(t >> 21 & 0x1fffff);
+        before[2] = static_cast<std::uint32_t>(t >> 42);
+    } else {
+#pragma unroll
+        for (int c = 0; c < E; ++c) {
+            const std::uint32_t own = run[P - E + c];
+            std::uint32_t t = own;
+#pragma unroll
+            for (int offset = 1; offset < kWarp; offset *= 2) {
+                const std::uint32_t other = __shfl_up_sync(kFullMask, t, offset);
+                if (lane >= offset) t += other;
+            }
+            before[c] = t - own;
+        }
     }
 }
 
@@ -226,6 +275,7 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
         warp_words[kWarpSharedWords<E> - 1 - i] = 0;
     }
     const bool writes = lane >= kLeft && lane < kWarp - kRight && e0 < row_bytes;
+    const LanePath path = lane_path<E>(in, e0);
 
     // The walk: bands walk down and up in turn (step 1, -1), so that two bands read the kh - 1 rows
     // they share at the same time, both at the start of their walks or both at the end: the second
@@ -237,35 +287,25 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
     std::uint32_t v[P / 2] = {};
     for (int y = y_first - ry; y <= y_first + ry; ++y) {
         LaneBytes<E> row;
-        load_bytes<E>(in, plane, y, e0, border, row);
+        load_bytes<E>(in, plane, y, e0, border, path, row);
         accumulate<E>(v, row);
     }
     // For the next slide, loaded a row ahead: the row entering the window and the one leaving it.
     LaneBytes<E> entering, leaving;
-    load_bytes<E>(in, plane, y_first + step * (ry + 1), e0, border, entering);
-    load_bytes<E>(in, plane, y_first - step * ry, e0, border, leaving);
+    load_bytes<E>(in, plane, y_first + step * (ry + 1), e0, border, path, entering);
+    load_bytes<E>(in, plane, y_first - step * ry, e0, border, path, leaving);
 
     for (int i = 0; i < rows; ++i) {
         const int y = y_first + i * step;
         // Running sums per channel along the segment: the lane's own, then the lanes before it.
         std::uint32_t run[P];
-        std::uint32_t total[E];
+        std::uint32_t total[E];  // the running sums of the lanes before this one, per channel
 #pragma unroll
         for (int k = 0; k < P; ++k) {
             const std::uint32_t value = k % 2 == 0 ? (v[k / 2] & 0xffffu) : (v[k / 2] >> 16);
             run[k] = value + (k >= E ? run[k - E] : 0u);
         }
-#pragma unroll
-        for (int c = 0; c < E; ++c) {
-            std::uint32_t t = run[P - E + c];  // the lane's total of channel c
-            total[c] = t;
-#pragma unroll
-            for (int offset = 1; offset < kWarp; offset *= 2) {
-                const std::uint32_t other = __shfl_up_sync(kFullMask, t, offset);
-                if (lane >= offset) t += other;
-            }
-            total[c] = t - total[c];  // the lanes before this one
-        }
+        channel_offsets<E>(run, lane, total);
         static_assert(P % E == 0, "a lane holds whole pixels: element k is of channel k % E");
 #pragma unroll
         for (int k = 0; k < P; ++k) run[k] += total[k % E];
@@ -277,8 +317,8 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
         // Slide V to the next row of the walk while the running sums settle.
         if (i + 1 < rows) {
             slide<E>(v, entering, leaving);
-            load_bytes<E>(in, plane, y + step * (ry + 2), e0, border, entering);
-            load_bytes<E>(in, plane, y - step * (ry - 1), e0, border, leaving);
+            load_bytes<E>(in, plane, y + step * (ry + 2), e0, border, path, entering);
+            load_bytes<E>(in, plane, y - step * (ry - 1), e0, border, path, leaving);
         }
         __syncwarp();
         // S(e) = run(e + RX*E) - run(e - (RX+1)*E): the words at fixed offsets from the lane's own.
