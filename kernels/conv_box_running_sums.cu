@@ -228,16 +228,20 @@ __device__ __forceinline__ void channel_offsets(const std::uint32_t (&run)[kLane
 // ---------------------------------------------------------------------------------------------
 // Rounding
 
+// The output byte of a box sum S (see the preamble). The normalized form is one multiply-high.
 template <bool Normalized>
-__device__ __forceinline__ std::uint32_t round_sum(std::uint32_t sum, const Rounding& r) {
-    if constexpr (Normalized) return __umulhi(sum + r.half, r.inverse);
-    const unsigned long long q = static_cast<unsigned long long>(r.multiplier) * sum;  // < 2^42
-    if (r.shift == 0) return static_cast<std::uint32_t>(q < 255 ? q : 255);
-    const unsigned long long floor = q >> r.shift;
-    const unsigned long long rest = q & ((1ull << r.shift) - 1);
-    const unsigned long long half = 1ull << (r.shift - 1);
-    const unsigned long long rounded = floor + (rest > half || (rest == half && (floor & 1) != 0) ? 1 : 0);
-    return static_cast<std::uint32_t>(rounded < 255 ? rounded : 255);
+__host__ __device__ __forceinline__ std::uint32_t round_sum(std::uint32_t sum, const Rounding& r) {
+    if constexpr (Normalized) {
+        return static_cast<std::uint32_t>(static_cast<unsigned long long>(sum + r.half) * r.inverse >> 32);
+    } else {
+        const unsigned long long q = static_cast<unsigned long long>(r.multiplier) * sum;  // < 2^42
+        if (r.shift == 0) return static_cast<std::uint32_t>(q < 255 ? q : 255);
+        const unsigned long long floor = q >> r.shift;
+        const unsigned long long rest = q & ((1ull << r.shift) - 1);
+        const unsigned long long half = 1ull << (r.shift - 1);
+        const unsigned long long rounded = floor + (rest > half || (rest == half && (floor & 1) != 0) ? 1 : 0);
+        return static_cast<std::uint32_t>(rounded < 255 ? rounded : 255);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
