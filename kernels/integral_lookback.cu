@@ -215,6 +215,25 @@ __device__ __forceinline__ void load_lane_row(const ImageView<const std::uint8_t
     }
 }
 
+// Calls visit(r, row) for the warp's rows r = 0 ... 31 of the tile (row y0 + r), in order, with the
+// lane's bytes of that row; the next kRowGroup rows' loads are in flight while a group is visited.
+template <int E, class Visit>
+__device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit) {
+    LaneRow<E> group[kRowGroup], next[kRowGroup];
+#pragma unroll
+    for (int k = 0; k < kRowGroup; ++k) load_lane_row<E>(in, plane, y0 + k, x0, group[k]);
+    for (int r0 = 0; r0 < kWarp; r0 += kRowGroup) {
+#pragma unroll
+        for (int k = 0; k < kRowGroup; ++k) {
+            if (r0 + kRowGroup < kWarp) load_lane_row<E>(in, plane, y0 + r0 + kRowGroup + k, x0, next[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < kRowGroup; ++k) visit(r0 + k, group[k]);
+#pragma unroll
+        for (int k = 0; k < kRowGroup; ++k) group[k] = next[k];
+    }
+}
+
 // 16-byte chunks per lane of a staged output row, and the staging area's size in chunks: one pad
 // chunk after every 8, so that the lanes' writes of their own chunks spread over the banks.
 template <int E, class T>
@@ -320,32 +339,18 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     // 1. Pass 1: row sums (lane r keeps row r's) and column sums (per lane element).
     std::uint32_t row_sum[E] = {};
     std::uint32_t column_sum[kLaneElements] = {};
-    {
-        LaneRow<E> group[kRowGroup], next[kRowGroup];
+    for_each_row<E>(in, plane, y0, x0, [&](int r, const LaneRow<E>& row) {
 #pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) load_lane_row<E>(in, plane, y0 + k, x0, group[k]);
-        for (int r0 = 0; r0 < kWarp; r0 += kRowGroup) {
+        for (int c = 0; c < E; ++c) {
+            std::uint32_t s = 0;
 #pragma unroll
-            for (int k = 0; k < kRowGroup; ++k) {
-                if (r0 + kRowGroup < kWarp) load_lane_row<E>(in, plane, y0 + r0 + kRowGroup + k, x0, next[k]);
-            }
-#pragma unroll
-            for (int k = 0; k < kRowGroup; ++k) {
-#pragma unroll
-                for (int c = 0; c < E; ++c) {
-                    std::uint32_t s = 0;
-#pragma unroll
-                    for (int p = 0; p < P; ++p) s += group[k].byte(p * E + c);
-                    s = warp_sum(s);
-                    if (lane == r0 + k) row_sum[c] = s;
-                }
-#pragma unroll
-                for (int j = 0; j < kLaneElements; ++j) column_sum[j] += group[k].byte(j);
-            }
-#pragma unroll
-            for (int k = 0; k < kRowGroup; ++k) group[k] = next[k];
+            for (int p = 0; p < P; ++p) s += row.byte(p * E + c);
+            s = warp_sum(s);
+            if (lane == r) row_sum[c] = s;
         }
-    }
+#pragma unroll
+        for (int j = 0; j < kLaneElements; ++j) column_sum[j] += row.byte(j);
+    });
 
     // 2. Row sums out, then rowleft from the tiles to the left.
     const std::size_t row_base = static_cast<std::size_t>(tile) * tile_rows + static_cast<std::size_t>(row_in_tile) * E;
@@ -428,61 +433,49 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     __syncwarp();  // the warp's shared area becomes its staging area
     uint4* stage = shared_chunks + warp * kWarpSharedChunks<E, T>;
     const bool strip_inside = (tile_x + 1) * g.tile_width <= g.width;
-    LaneRow<E> group[kRowGroup], next[kRowGroup];
+    for_each_row<E>(in, plane, y0, x0, [&](int r, const LaneRow<E>& row) {
+        const int y = y0 + r;
+        if (y >= g.height) return;  // the same for the whole warp
 #pragma unroll
-    for (int k = 0; k < kRowGroup; ++k) load_lane_row<E>(in, plane, y0 + k, x0, group[k]);
-    for (int r0 = 0; r0 < kWarp; r0 += kRowGroup) {
+        for (int c = 0; c < E; ++c) {
+            std::uint32_t own[P];
+            std::uint32_t run = 0;
 #pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) {
-            if (r0 + kRowGroup < kWarp) load_lane_row<E>(in, plane, y0 + r0 + kRowGroup + k, x0, next[k]);
+            for (int p = 0; p < P; ++p) own[p] = (run += row.byte(p * E + c));
+            const std::uint32_t before = warp_inclusive_scan(run, lane) - run + __shfl_sync(kFullMask, rowleft[c], r);
+#pragma unroll
+            for (int p = 0; p < P; ++p) carry[p * E + c] += static_cast<T>(before + own[p]);
         }
+        T* dst = out.row(y, plane) + static_cast<std::size_t>(tile_x) * g.tile_width * E;
+        if (strip_inside && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+            // Staged: each lane writes its chunks, then each store instruction takes 32 consecutive chunks.
+            constexpr int kChunks = kLaneChunks<E, T>;
+            constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+            static_assert(kPerChunk * kChunks == kLaneElements, "a lane's elements fill whole chunks");
 #pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) {
-            const int y = y0 + r0 + k;
-            if (y >= g.height) break;  // the same for the whole warp
-#pragma unroll
-            for (int c = 0; c < E; ++c) {
-                std::uint32_t own[P];
-                std::uint32_t run = 0;
-#pragma unroll
-                for (int p = 0; p < P; ++p) own[p] = (run += group[k].byte(p * E + c));
-                const std::uint32_t before = warp_inclusive_scan(run, lane) - run + __shfl_sync(kFullMask, rowleft[c], r0 + k);
-#pragma unroll
-                for (int p = 0; p < P; ++p) carry[p * E + c] += static_cast<T>(before + own[p]);
-            }
-            T* dst = out.row(y, plane) + static_cast<std::size_t>(tile_x) * g.tile_width * E;
-            if (strip_inside && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
-                // Staged: each lane writes its chunks, then each store instruction takes 32 consecutive chunks.
-                constexpr int kChunks = kLaneChunks<E, T>;
-                constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
-#pragma unroll
-                for (int q = 0; q < kChunks; ++q) {
-                    uint4 chunk;
-                    if constexpr (sizeof(T) == 4) {
-                        chunk = make_uint4(carry[q * 4], carry[q * 4 + 1], carry[q * 4 + 2], carry[q * 4 + 3]);
-                    } else {
-                        chunk = make_uint4(static_cast<unsigned>(carry[q * 2]), static_cast<unsigned>(carry[q * 2] >> 32),
-                                           static_cast<unsigned>(carry[q * 2 + 1]), static_cast<unsigned>(carry[q * 2 + 1] >> 32));
-                    }
-                    static_assert(kPerChunk * kChunks == kLaneElements, "a lane's elements fill whole chunks");
-                    stage[padded(lane * kChunks + q)] = chunk;
+            for (int q = 0; q < kChunks; ++q) {
+                uint4 chunk;
+                if constexpr (sizeof(T) == 4) {
+                    chunk = make_uint4(carry[q * 4], carry[q * 4 + 1], carry[q * 4 + 2], carry[q * 4 + 3]);
+                } else {
+                    chunk = make_uint4(static_cast<unsigned>(carry[q * 2]), static_cast<unsigned>(carry[q * 2] >> 32),
+                                       static_cast<unsigned>(carry[q * 2 + 1]), static_cast<unsigned>(carry[q * 2 + 1] >> 32));
                 }
-                __syncwarp();
-#pragma unroll
-                for (int q = 0; q < kChunks; ++q) __stcs(reinterpret_cast<uint4*>(dst) + q * kWarp + lane, stage[padded(q * kWarp + lane)]);
-                __syncwarp();  // the stage is read before the next row overwrites it
-            } else {
-                T* mine = out.row(y, plane) + static_cast<std::size_t>(x0) * E;
-#pragma unroll
-                for (int p = 0; p < P; ++p)
-#pragma unroll
-                    for (int c = 0; c < E; ++c)
-                        if (x0 + p < g.width) mine[p * E + c] = carry[p * E + c];
+                stage[padded(lane * kChunks + q)] = chunk;
             }
-        }
+            __syncwarp();
 #pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) group[k] = next[k];
-    }
+            for (int q = 0; q < kChunks; ++q) __stcs(reinterpret_cast<uint4*>(dst) + q * kWarp + lane, stage[padded(q * kWarp + lane)]);
+            __syncwarp();  // the stage is read before the next row overwrites it
+        } else {
+            T* mine = out.row(y, plane) + static_cast<std::size_t>(x0) * E;
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+#pragma unroll
+                for (int c = 0; c < E; ++c)
+                    if (x0 + p < g.width) mine[p * E + c] = carry[p * E + c];
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
