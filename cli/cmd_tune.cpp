@@ -1,7 +1,8 @@
 // klab tune: the autotuner's front end (autotune/). On a GPU it tunes every variant (convolution,
 // Sobel, integral image) on the chosen problem classes of its operation and merges the winners
-// into results/<gpu-slug>/autotune.json; --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
-// we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
+// into results/<gpu-slug>/autotune.json; --dry-run shows the search space without measuring;
+// --plan-for shows the space on a GPU model we do not have, from the registers and shared memory
+// recorded by earlier tunes (no GPU needed).
 // --device N tunes that GPU; --device all starts one klab tune per GPU (cli/device_fanout.hpp), the
 // GPUs of one model sharing its classes (--class-share K/N, set by --device all).
 #include <algorithm>
