@@ -4,7 +4,8 @@
 #   1. build the release preset;
 #   2. the CPU tests; the GPU tests of sobel.register_window, integral.lookback and
 #      conv.box_running_sums (their conformance cases, gpu.conformance.<stem>), their arithmetic
-#      test, the 8K and deep look-back tests, the exact box suite;
+#      test, the 8K and deep look-back tests, the exact box suite; the library's GPU tests (every
+#      variant through klab::filter, windows at unaligned addresses);
 #   3. klab tune of the study's Sobel, integral and box classes for the op variants, old and new
 #      (results/<gpu>/autotune.json, copied to $OUT for committing);
 #   4. klab-bench on those rows (3 repetitions, L2 flushed, shapes from the tuning just made) and
@@ -64,6 +65,7 @@ if [[ $built -eq 0 ]]; then
   stage cpu-tests 60 ctest --preset release -L cpu --output-on-failure
   stage conformance 150 ctest --preset release -R "^gpu\\.conformance\\.($NEW_STEMS)\$" --output-on-failure
   stage gpu-tests 120 "$GPU_TESTS" --gtest_brief=1 --gtest_filter='SobelRegisterWindowArithmetic.*:BoxExactSuite.*:OpConformanceTables.*:PlansOnTwoStreamsSuite.*:OpsLargeImages.SobelOn8KRgbAndGray:OpsLargeImages.IntegralLookback*:OpsLargeImages.BoxVariantsOn8KRgbBox9And31'
+  stage api-tests 60 "$BUILD/api/klab-tests-api-gpu" --gtest_brief=1  # every variant through klab::filter, windows into larger images
 
   # 3. Tuning: the classes of the study's Sobel, integral and box rows.
   stage tune 150 "$BUILD/klab" tune --budget-s 0.1 \
