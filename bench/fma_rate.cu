@@ -70,6 +70,10 @@ double measure_ffma_per_second(cudaStream_t stream) {
 double fma_per_output_element(const Problem& problem) {
     if (problem.op != Operation::convolve || !problem.mask) return 0.0;
     const Mask& mask = *problem.mask;
+    const std::vector<float>& c = mask.coefficients();
+    const bool box = std::all_of(c.begin(), c.end(), [&](float v) { return v == c.front(); });
+    // A box mask of any size: running sums, an add and a subtract per pass and element.
+    if (box && mask.width() > 1 && mask.height() > 1) return 4.0;
     if (mask.width() > 1 && mask.height() > 1 && separate(mask)) return static_cast<double>(mask.width() + mask.height());
     return static_cast<double>(mask.width()) * mask.height();
 }

@@ -371,8 +371,8 @@ std::string header_section(const BenchFile& file, const Rows& rows, const PlotOu
     out += render(t);
     out += "Columns: median µs; × copy floor = median / `copy_floor_us` (a device-to-device copy of the same traffic, "
            "1.00× is copy speed); % copy floor = `pct_copy_floor` (100 × floor / time); × roofline = median / "
-           "`roofline_us`, the larger of the copy floor and the FMA floor (the problem's least FMAs — width + height per "
-           "output element for a separable mask, width × height for any other — at the FFMA rate measured in the same run, "
+           "`roofline_us`, the larger of the copy floor and the FMA floor (the problem's least FMAs — 4 per output element "
+           "for a box mask, width + height for another separable mask, width × height for any other — at the FFMA rate measured in the same run, "
            "`gpu_ffma_per_second`; bench/README.md); speedup over NPP = the NPP "
            "row's median / this row's median (same size, format, filter and border); speedup over CPU = "
            "`speedup_vs_cpu`; block (source) = the launch shape and the row's label.\n\n";
