@@ -39,8 +39,13 @@
 // grows with the box): one read and one write of the image, integer work independent of the box's
 // width.
 // Deliberately not done: no sharing of the kh - 1 starting rows between vertically adjacent warps.
-// Measured: pending H200 run (bash scripts/gpu-ops.sh: 8K RGB AoS, box 3, 9 and 31, replicate,
-// Nsight Compute time, DRAM bytes and instructions; klab-bench against the copy floor and NPP's box).
+// Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
+// flushed, tuned blocks, medians of 3): 8K RGB AoS replicate box3 505 us (10.6x the copy floor),
+// box9 535 us (11.2x; npp.box 1722 us: 3.2x faster), box31 642 us (13.5x; npp.box 16580 us: 26x
+// faster) — the cost barely grows with the box, as designed, but far above the 1.3x target and
+// slower than conv.separable_fused (106 / 181 / 589 us). Nsight Compute, box9: 73 M warp
+// instructions, issue slots 25% busy, 100 registers, achieved occupancy 9%: latency-bound (too few
+// warps to cover the column walk's loads), not instruction- or DRAM-bound.
 #include <array>
 #include <cmath>
 #include <cstdint>

@@ -43,8 +43,11 @@
 // about 16 instructions per gray pixel and 25 per colour pixel.
 // Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
 // (the squares need fp32, and converting back costs what the packing saves).
-// Measured: pending H200 run (bash scripts/gpu-ops.sh: 8K gray and RGB AoS, replicate, Nsight
-// Compute time, DRAM bytes and instructions; klab-bench against the copy floor and NPP).
+// Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
+// flushed, tuned block 64x4, medians of 3): 8K gray 40.5 us (2.27x its copy floor; NPP's two
+// gradient calls 104.6 us: 2.6x faster; sobel.fused 103.5 us), 8K RGB AoS 60.1 us (1.86x; sobel.fused
+// 135 us). Nsight Compute, 8K gray: 33 MB read, 12 MB written, 26 M warp instructions, issue slots
+// 67% busy, 64 registers, occupancy 42%: close to issue-bound.
 #include <cstddef>
 #include <cstdint>
 
