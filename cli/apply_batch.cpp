@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -39,6 +40,8 @@ std::string lower(std::string text) {
     for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return text;
 }
+
+constexpr const char* kListAllowed = "a text file with one image path (or directory) per line, '#' comment lines";
 
 bool has_image_extension(const fs::path& path) {
     const std::string extension = lower(path.extension().string());
@@ -68,25 +71,17 @@ std::vector<fs::path> directory_images(const fs::path& dir) {
     return found;
 }
 
-// --list: one path per line; blank lines and '#' lines skipped (a '#' inside a path is kept: file
-// names may contain it). Relative paths are relative to the working directory, as on the command line.
+// Reads the --list file and parses it.
 std::vector<std::string> read_list(const std::string& list_file) {
-    std::ifstream in(list_file);
+    std::ifstream in(list_file, std::ios::binary);
     if (!in) {
         throw Error(fmt::format("cannot read --list '{}': {}", list_file, std::error_code(errno, std::generic_category()).message()),
-                    "a text file with one image path (or directory) per line, '#' comment lines");
+                    kListAllowed);
     }
-    std::vector<std::string> paths;
-    std::string line;
-    while (std::getline(in, line)) {
-        const auto not_space = [](unsigned char ch) { return std::isspace(ch) == 0; };
-        line.erase(line.begin(), std::find_if(line.begin(), line.end(), not_space));
-        line.erase(std::find_if(line.rbegin(), line.rend(), not_space).base(), line.end());
-        if (line.empty() || line.front() == '#') continue;
-        paths.push_back(line);
-    }
-    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", list_file));
-    return paths;
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", list_file), kListAllowed);
+    return parse_input_list(text.str(), list_file);
 }
 
 // The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.
@@ -115,6 +110,27 @@ void prepare_out_dir(const fs::path& out_dir, const fs::path& first_output) {
 }
 
 }  // namespace
+
+std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file) {
+    std::vector<std::string> paths;
+    std::size_t line_number = 0;
+    while (!text.empty()) {
+        ++line_number;
+        const std::size_t end = std::min(text.find('\n'), text.size());
+        std::string_view line = text.substr(0, end);
+        text.remove_prefix(std::min(end + 1, text.size()));
+        // A path cannot hold a NUL byte: the system would read it as the end of a shorter path.
+        if (line.find('\0') != std::string_view::npos) {
+            throw Error(fmt::format("--list '{}': line {} holds a NUL byte", list_file, line_number), kListAllowed);
+        }
+        const auto is_space = [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; };
+        while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
+        while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
+        if (line.empty() || line.front() == '#') continue;
+        paths.emplace_back(line);
+    }
+    return paths;
+}
 
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
                                   const fs::path& out_dir, const std::string& format) {

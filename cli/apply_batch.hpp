@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/error.hpp"
@@ -29,6 +30,12 @@ inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
 // "" keeps each input's extension; two inputs writing one output, or an output that is its own
 // input, are refused), and `out_dir` (created when missing; it must be a writable directory).
 // Throws klab::Error naming the path and what is allowed.
+// The paths of a --list file's text: one per line, spaces around it trimmed; blank lines and lines
+// starting with '#' are skipped (a '#' inside a path is kept: file names may contain it). Relative
+// paths are relative to the working directory, as on the command line. Throws klab::Error naming
+// `list_file` and the line for a NUL byte.
+std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
+
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
                                   const std::filesystem::path& out_dir, const std::string& format);
 

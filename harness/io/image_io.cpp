@@ -56,7 +56,8 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
-        throw Error(fmt::format("cannot open '{}' for reading: {}", path.string(), os_reason(error_number)));
+        throw Error(fmt::format("cannot open '{}' for reading: {}", path.string(), os_reason(error_number)),
+                    "an existing, readable image file");
     }
     const ReadOnlyFile file{fd};
     std::vector<std::uint8_t> bytes;
@@ -70,7 +71,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
         if (n < 0) {
             if (errno == EINTR) continue;
             const int error_number = errno;
-            throw Error(fmt::format("cannot read '{}': {}", path.string(), os_reason(error_number)));
+            throw Error(fmt::format("cannot read '{}': {}", path.string(), os_reason(error_number)), "a readable image file");
         }
         bytes.insert(bytes.end(), chunk, chunk + n);
     }
@@ -137,11 +138,11 @@ ImageFormat format_from_extension(const fs::path& path) {
                 kWritableExtensions);
 }
 
-ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name, std::int64_t max_pixels) {
     switch (sniff_format(bytes, name)) {
-        case ImageFormat::png: return detail::decode_png(bytes, name);
-        case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name);
-        case ImageFormat::pnm: return detail::decode_pnm(bytes, name);
+        case ImageFormat::png: return detail::decode_png(bytes, name, max_pixels);
+        case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name, max_pixels);
+        case ImageFormat::pnm: return detail::decode_pnm(bytes, name, max_pixels);
     }
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
 }
