@@ -25,6 +25,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/io/image_io.hpp"
 
 namespace klab::cli {
@@ -335,6 +336,7 @@ std::FILE* stream_for(const std::string& note) { return note.rfind("warning: ", 
 }  // namespace
 
 void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
+    const GracefulStop graceful;  // a signal stops the batch between files (harness/interrupt.hpp)
     BatchProgress progress(files.size());
     BoundedQueue<DecodedFile> decoded(2);  // the reader stays at most two files ahead
     BoundedQueue<FinishedFile> finished(2);
@@ -359,7 +361,7 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
     } joiner{decoded, finished, reader, writer};
 
     reader = std::thread([&] {
-        for (std::size_t i = 0; i < files.size(); ++i) {
+        for (std::size_t i = 0; i < files.size() && interrupt_signal() == 0; ++i) {
             DecodedFile item;
             item.index = i;
             try {
@@ -397,6 +399,7 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
     std::size_t attempted = 0;
     bool stopped = false;
     while (std::optional<DecodedFile> item = decoded.pop()) {
+        if (interrupt_signal() != 0) break;  // what is filtered already is still written
         progress.start_file(files[item->index].input);
         ++attempted;
         FinishedFile result;
@@ -420,11 +423,13 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
     reader.join();
     progress.close();
 
+    const std::size_t skipped = files.size() - attempted;
+    throw_if_interrupted(fmt::format("{} of {} written{}; not processed: {} file(s)", written, files.size(),
+                                     failed.empty() ? "" : fmt::format("; failed: {}", fmt::join(failed, ", ")), skipped));
     if (failed.empty()) {
         fmt::print("{} of {} written\n", written, files.size());
         return;
     }
-    const std::size_t skipped = files.size() - attempted;
     throw Error(fmt::format("{} of {} written; failed: {}{}", written, files.size(), fmt::join(failed, ", "),
                             skipped == 0 ? "" : fmt::format("; not processed after the batch stopped: {} file(s)", skipped)));
 }

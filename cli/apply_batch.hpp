@@ -58,7 +58,9 @@ struct BatchStop : Error {
 
 // Runs `filter` over `files` as described at the top. On a terminal (stderr) a one-line progress
 // bar shows files done/total, the current file and the elapsed time. Ends with "N of M written":
-// printed when all were written, else thrown as klab::Error with the failed inputs.
+// printed when all were written, else thrown as klab::Error with the failed inputs. After SIGINT,
+// SIGTERM or SIGHUP (harness/interrupt.hpp) no further file is read or filtered, the files already
+// filtered are written, and it throws klab::Interrupted saying how many were written.
 void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter);
 
 }  // namespace klab::cli

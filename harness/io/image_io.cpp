@@ -9,12 +9,14 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/io/image_codec.hpp"
 
 namespace klab::io {
@@ -79,7 +81,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
 }
 
 // A temporary file beside the target; removed on destruction unless release() was called after a
-// successful rename.
+// successful rename, and by the signal handler if a signal ends the process meanwhile.
 class TempFile {
 public:
     TempFile(const fs::path& dir, const std::string& target_name, const fs::path& target) {
@@ -88,11 +90,13 @@ public:
         int error_number = 0;
         for (int attempt = 0; attempt < 100; ++attempt) {
             path_ = dir / fmt::format(".{}.{:06x}.tmp", target_name, six_hex_digits(random));
+            registration_.emplace(path_.string());  // before the file exists: no moment without it
             // O_EXCL: never reuse someone else's file. Mode 0666 lets the umask apply, as for any new
             // file (mkstemp would create it 0600, and the rename would keep that).
             fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
             if (fd_ >= 0) return;
             error_number = errno;
+            registration_.reset();  // not our file
             if (error_number != EEXIST) break;
         }
         throw Error(fmt::format("cannot write '{}': cannot create a temporary file in '{}': {}", target.string(),
@@ -115,11 +119,15 @@ public:
         fd_ = -1;
         return result == 0 ? 0 : errno;
     }
-    void release() { path_.clear(); }
+    void release() {
+        path_.clear();
+        registration_.reset();
+    }
 
 private:
     fs::path path_;
     int fd_ = -1;
+    std::optional<TempFileRegistration> registration_;
 };
 
 }  // namespace
