@@ -243,9 +243,9 @@ bool same_key(const TuningRecord& a, const TuningRecord& b) {
 // Reads and parses a whole file (TuningCache::parse).
 TuningCache parse_file(const fs::path& file, const std::string& expected_slug) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)), "a readable file");
+    if (!in) throw Error(fmt::format("cannot read {}: {}", printable(file.string()), std::strerror(errno)), "a readable file");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return TuningCache::parse(text, file.string(), expected_slug);
+    return TuningCache::parse(text, printable(file.string()), expected_slug);
 }
 
 std::string utc_now(const char* format) {
@@ -326,7 +326,7 @@ TuningCache TuningCache::parse(const std::string& text, const std::string& sourc
             cache.merge(record);
         }
     } catch (const json::exception& e) {
-        throw Error(fmt::format("{} is corrupt or truncated: {}", source, e.what()), "a complete file written by `klab tune`");
+        throw Error(fmt::format("{} is corrupt or truncated: {}", source, printable(e.what())), "a complete file written by `klab tune`");
     } catch (const Error& e) {
         const std::string what = e.what();
         if (what.find(source) != std::string::npos) throw;

@@ -174,22 +174,22 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
     } catch (const nlohmann::json::exception& e) {
         // e.g. a NaN counter, which Google Benchmark writes as the bare word NaN, or a number
         // beyond a double's range.
-        throw Error(fmt::format("{} is not JSON ({})", source, e.what()), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+        throw Error(fmt::format("{} is not JSON ({})", source, printable(e.what())), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
     }
     try {
         return parse_document(doc, source);
     } catch (const nlohmann::json::exception& e) {
         // A field of another type than Google Benchmark writes (a numeric run_type, a string label...).
-        throw Error(fmt::format("{}: {}", source, e.what()), "entries as Google Benchmark writes them");
+        throw Error(fmt::format("{}: {}", source, printable(e.what())), "entries as Google Benchmark writes them");
     }
 }
 
 BenchFile load_bench_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path.string(), "a readable Google Benchmark JSON file");
+    if (!in) throw Error("cannot read " + printable(path.string()), "a readable Google Benchmark JSON file");
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_bench_json(text.str(), path.string());
+    return parse_bench_json(text.str(), printable(path.string()));
 }
 
 }  // namespace klab::bench

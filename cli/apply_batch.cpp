@@ -76,13 +76,13 @@ std::vector<fs::path> directory_images(const fs::path& dir) {
 std::vector<std::string> read_list(const std::string& list_file) {
     std::ifstream in(list_file, std::ios::binary);
     if (!in) {
-        throw Error(fmt::format("cannot read --list '{}': {}", list_file, std::error_code(errno, std::generic_category()).message()),
+        throw Error(fmt::format("cannot read --list '{}': {}", printable(list_file), std::error_code(errno, std::generic_category()).message()),
                     kListAllowed);
     }
     std::ostringstream text;
     text << in.rdbuf();
-    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", list_file), kListAllowed);
-    return parse_input_list(text.str(), list_file);
+    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", printable(list_file)), kListAllowed);
+    return parse_input_list(text.str(), printable(list_file));
 }
 
 // The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.

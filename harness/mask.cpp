@@ -184,11 +184,11 @@ Mask parse_mask(std::string_view text, const std::string& source) {
 Mask read_mask_file(const std::filesystem::path& path) {
     std::ifstream file(path);
     if (!file) {
-        throw Error(fmt::format("cannot open mask file '{}'", path.string()), "a readable text file of mask rows");
+        throw Error(fmt::format("cannot open mask file '{}'", printable(path.string())), "a readable text file of mask rows");
     }
     std::ostringstream text;
     text << file.rdbuf();
-    return parse_mask(text.str(), path.string());
+    return parse_mask(text.str(), printable(path.string()));
 }
 
 std::optional<SeparableFactors> separate(const Mask& mask, double relative_tolerance) {

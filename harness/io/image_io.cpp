@@ -58,7 +58,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
-        throw Error(fmt::format("cannot open '{}' for reading: {}", path.string(), os_reason(error_number)),
+        throw Error(fmt::format("cannot open '{}' for reading: {}", printable(path.string()), os_reason(error_number)),
                     "an existing, readable image file");
     }
     const ReadOnlyFile file{fd};
@@ -73,7 +73,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
         if (n < 0) {
             if (errno == EINTR) continue;
             const int error_number = errno;
-            throw Error(fmt::format("cannot read '{}': {}", path.string(), os_reason(error_number)), "a readable image file");
+            throw Error(fmt::format("cannot read '{}': {}", printable(path.string()), os_reason(error_number)), "a readable image file");
         }
         bytes.insert(bytes.end(), chunk, chunk + n);
     }
@@ -166,7 +166,7 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
 }
 
-ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), path.string()); }
+ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), printable(path.string())); }
 
 void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
     // Encode first: an unsupported channel count or quality fails before the disk is touched.
