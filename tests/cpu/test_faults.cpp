@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -331,12 +332,19 @@ protected:
         for (const autotune::TuningRecord& r : loaded.records()) names.insert(r.variant);
         return names;
     }
-    // Takes the cache's lock, as a store in another process does.
-    int hold_lock() const {
-        const int fd = ::open((cache().string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        EXPECT_GE(fd, 0);
-        EXPECT_EQ(::flock(fd, LOCK_EX), 0);
-        return fd;
+    // A cache of A.0 and A.1, and writer B (5 records) interrupted by `signal` while its first
+    // store waits for the cache's lock, which this test holds (the returned descriptor) as a
+    // store in another process would.
+    std::pair<int, std::unique_ptr<ChildProcess>> writer_signalled_in_a_store(int signal) {
+        EXPECT_EQ(writer("A", 2)->wait(), 0);
+        const int lock = ::open((cache().string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        EXPECT_EQ(::flock(lock, LOCK_EX), 0);
+        auto b = writer("B", 5);
+        EXPECT_TRUE(b->read_until([](const std::string& line) { return line == "storing B.0"; })) << b->output();
+        b->send(signal);
+        EXPECT_TRUE(b->read_until([](const std::string& line) { return contains(line, "send it again to stop at once"); }))
+            << b->output();
+        return {lock, std::move(b)};
     }
 };
 
@@ -359,14 +367,8 @@ TEST_F(CacheFaults, TwoWritersAtOnceLoseNoRecord) {
 // The signal comes while the writer waits for the lock inside its store: that store completes
 // once the lock is free, and nothing after it starts.
 TEST_F(CacheFaults, ASignalDuringAStoreKeepsThatRecordAndStartsNoOther) {
-    ASSERT_EQ(writer("A", 2)->wait(), 0);
-    const int lock = hold_lock();
-    const auto b = writer("B", 5);
-    EXPECT_TRUE(b->read_until([](const std::string& line) { return line == "storing B.0"; })) << b->output();
-    b->send(SIGINT);
-    EXPECT_TRUE(b->read_until([](const std::string& line) { return contains(line, "send it again to stop at once"); }))
-        << b->output();
-    ::close(lock);
+    const auto [lock, b] = writer_signalled_in_a_store(SIGINT);
+    ::close(lock);  // the store goes on and completes
     const int status = b->wait();
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << describe_status(status) << "\n" << b->output();
     EXPECT_TRUE(contains(b->output(), "interrupted by SIGINT; 1 record(s) stored")) << b->output();
@@ -375,13 +377,7 @@ TEST_F(CacheFaults, ASignalDuringAStoreKeepsThatRecordAndStartsNoOther) {
 }
 
 TEST_F(CacheFaults, ASecondSignalDuringAStoreLeavesTheCacheAsItWas) {
-    ASSERT_EQ(writer("A", 2)->wait(), 0);
-    const int lock = hold_lock();
-    const auto b = writer("B", 5);
-    EXPECT_TRUE(b->read_until([](const std::string& line) { return line == "storing B.0"; })) << b->output();
-    b->send(SIGTERM);
-    EXPECT_TRUE(b->read_until([](const std::string& line) { return contains(line, "send it again to stop at once"); }))
-        << b->output();
+    const auto [lock, b] = writer_signalled_in_a_store(SIGTERM);
     b->send(SIGTERM);
     const int status = b->wait();
     ::close(lock);
