@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -38,24 +39,85 @@ bool same_shape(const LaunchShape& a, const LaunchShape& b) {
     return a.block_x == b.block_x && a.block_y == b.block_y && a.parameters == b.parameters;
 }
 
-// A natural synthetic image in the problem's layout, and the CPU reference of the problem on it.
+// A natural synthetic image in the problem's layout, and the CPU reference of the problem on it as
+// bytes: the output image (u8 for convolutions and Sobel, u32 or u64 sums for integral images)
+// stored in a u8 image of element_bytes times the width, so that the tuner's device buffers,
+// poisoning and byte comparison are the same for every operation.
 struct HostPair {
     ImageU8 input;
-    ImageU8 reference;
+    ImageU8 reference;  // the expected output's bytes
+    ElementType output_type = ElementType::u8;
+    ImageShape output_shape;
 };
 
-HostPair host_pair(const Problem& problem, std::uint64_t seed, int threads) {
-    ImageU8 input = synth::generate(synth::Pattern::natural, problem.shape.width, problem.shape.height,
-                                    problem.shape.channels, seed, threads);
-    if (problem.shape.layout != Layout::aos) input = reference::to_layout(input, problem.shape.layout);
-    ImageU8 expected = reference::convolve(input, *problem.mask, problem.border, threads);
-    return {std::move(input), std::move(expected)};
+std::size_t element_bytes(ElementType type) { return type == ElementType::u64 ? 8 : type == ElementType::u32 ? 4 : 1; }
+
+// `shape` with each element widened to `bytes` bytes: the shape of the same memory read as bytes.
+ImageShape byte_shape(ImageShape shape, std::size_t bytes) {
+    shape.width *= static_cast<int>(bytes);
+    return shape;
 }
 
-// The full verification of an output that differs from the reference somewhere on the device.
-Verification verify_output(const Variant& variant, const Problem& problem, const HostPair& host, DeviceImage<std::uint8_t>& out) {
-    return verify_convolution(host.input, *problem.mask, problem.border, host.reference, out.download(),
-                              variant.coefficient_error(problem));
+template <class T>
+ImageU8 bytes_of(const HostImage<T>& image) {
+    ImageU8 bytes(byte_shape(image.shape(), sizeof(T)));
+    std::memcpy(bytes.data(), image.data(), image.size_bytes());  // both tightly packed
+    return bytes;
+}
+
+template <class T>
+HostImage<T> typed_of(const ImageU8& bytes, const ImageShape& shape) {
+    HostImage<T> image(shape);
+    std::memcpy(image.data(), bytes.data(), image.size_bytes());  // both tightly packed
+    return image;
+}
+
+HostPair host_pair(const Problem& problem, std::uint64_t seed, int threads) {
+    HostPair pair;
+    pair.input = synth::generate(synth::Pattern::natural, problem.shape.width, problem.shape.height, problem.shape.channels,
+                                 seed, threads);
+    if (problem.shape.layout != Layout::aos) pair.input = reference::to_layout(pair.input, problem.shape.layout);
+    pair.output_shape = output_shape(problem);
+    switch (problem.op) {
+        case Operation::convolve: pair.reference = reference::convolve(pair.input, *problem.mask, problem.border, threads); break;
+        case Operation::sobel: pair.reference = reference::sobel(pair.input, problem.border, threads); break;
+        case Operation::integral:
+            if (reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u64) {
+                pair.output_type = ElementType::u64;
+                pair.reference = bytes_of(reference::integral<std::uint64_t>(pair.input, threads));
+            } else {
+                pair.output_type = ElementType::u32;
+                pair.reference = bytes_of(reference::integral<std::uint32_t>(pair.input, threads));
+            }
+            break;
+    }
+    return pair;
+}
+
+// A device image holding the output's bytes (u8, byte_shape), and the typed buffer a variant writes.
+DeviceImage<std::uint8_t> output_bytes(const HostPair& host) {
+    return DeviceImage<std::uint8_t>(byte_shape(host.output_shape, element_bytes(host.output_type)));
+}
+DeviceBuffer output_buffer(DeviceImage<std::uint8_t>& bytes, const HostPair& host) {
+    DeviceBuffer b = device_buffer(bytes);
+    b.shape = host.output_shape;
+    b.type = host.output_type;
+    return b;
+}
+
+// The full verification of an output that differs from the reference somewhere on the device: the
+// fp32 tie rule for a convolution, exact equality for the integer operations.
+Verification verify_output(const Variant& variant, const Problem& problem, const HostPair& host, const DeviceImage<std::uint8_t>& out) {
+    const ImageU8 bytes = out.download();
+    switch (host.output_type) {
+        case ElementType::u32:
+            return verify_exact(typed_of<std::uint32_t>(host.reference, host.output_shape), typed_of<std::uint32_t>(bytes, host.output_shape));
+        case ElementType::u64:
+            return verify_exact(typed_of<std::uint64_t>(host.reference, host.output_shape), typed_of<std::uint64_t>(bytes, host.output_shape));
+        case ElementType::u8: break;
+    }
+    if (problem.op == Operation::sobel) return verify_exact(host.reference, bytes);
+    return verify_convolution(host.input, *problem.mask, problem.border, host.reference, bytes, variant.coefficient_error(problem));
 }
 
 MeasuredCandidate measured_candidate(const Candidate& c, const LaunchPlan& plan, const Timing& timing) {
@@ -109,8 +171,8 @@ struct Tuner::Prepared {
     DeviceImage<std::uint8_t> input;
     DeviceImage<std::uint8_t> reference;
     DeviceImage<std::uint8_t> poison;  // the reference's complement: what the output starts as
-    DeviceImage<std::uint8_t> output;
-    DeviceMask mask;
+    DeviceImage<std::uint8_t> output;  // its bytes (output_buffer() gives the variant's view)
+    std::unique_ptr<DeviceMask> mask;  // convolutions only
 
     Prepared(ProblemClass c, Problem p, HostPair h)
         : problem_class(std::move(c)),
@@ -119,8 +181,8 @@ struct Tuner::Prepared {
           input(host.input),
           reference(host.reference),
           poison(complement(host.reference)),
-          output(problem.shape),
-          mask(*problem.mask) {}
+          output(output_bytes(host)),
+          mask(problem.mask ? std::make_unique<DeviceMask>(*problem.mask) : nullptr) {}
 };
 
 Tuner::Tuner(TuneOptions options) : options_(options) {
@@ -139,7 +201,7 @@ Tuner::Tuner(TuneOptions options) : options_(options) {
 Tuner::~Tuner() = default;
 
 Tuner::Prepared& Tuner::prepared(const ProblemClass& problem_class, const Problem& problem) {
-    if (!prepared_ || !(prepared_->problem_class == problem_class) || prepared_->problem.mask->name() != problem.mask->name()) {
+    if (!prepared_ || !(prepared_->problem_class == problem_class) || to_string(prepared_->problem) != to_string(problem)) {
         prepared_.reset();  // free the previous problem's buffers first
         HostPair host = host_pair(problem, options_.image_seed, options_.reference_threads);
         prepared_ = std::make_unique<Prepared>(problem_class, problem, std::move(host));
@@ -201,7 +263,7 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
         if (c.included()) to_measure.push_back({c, false});
     }
 
-    const DeviceBuffers buffers{device_buffer(p.input), device_buffer(p.output), p.mask.view()};
+    const DeviceBuffers buffers{device_buffer(p.input), output_buffer(p.output, p.host), p.mask ? p.mask->view() : DeviceMaskView{}};
     const DeviceBuffer reference_buffer = device_buffer(p.reference);
     const DeviceBuffer poison_buffer = device_buffer(p.poison);
     // Runs the candidate once and verifies it: the output is first filled with the complement of
@@ -209,11 +271,11 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     const auto verified_plan = [&](const LaunchShape& shape) {
         LaunchPlan plan = prepare(variant, p.problem, buffers, shape);
         KLAB_CUDA_CHECK(cudaMemcpy2D(buffers.output.data, buffers.output.pitch_bytes, poison_buffer.data, poison_buffer.pitch_bytes,
-                                     static_cast<std::size_t>(p.problem.shape.row_elements()), p.problem.shape.rows(),
+                                     static_cast<std::size_t>(poison_buffer.shape.row_elements()), poison_buffer.shape.rows(),
                                      cudaMemcpyDeviceToDevice));
         launch(plan);
         KLAB_CUDA_CHECK(cudaDeviceSynchronize());
-        if (count_differences(buffers.output, reference_buffer) != 0) {
+        if (count_differences(device_buffer(p.output), reference_buffer) != 0) {
             const Verification v = verify_output(variant, p.problem, p.host, p.output);
             if (!v.ok()) throw Error("differs from the CPU reference: " + v.summary(), "a verified output");
         }
@@ -366,8 +428,8 @@ Verification verify_shape_once(const Variant& variant, const Problem& problem, c
     using Key = std::tuple<std::string, std::string, std::string, std::string, int, int>;
     static std::mutex mutex;
     static std::map<Key, Verification> verdicts;
-    const Key key{variant.name(), to_string(shape), mask_identity(*problem.mask), to_string(problem.border),
-                  problem.shape.channels, static_cast<int>(problem.shape.layout)};
+    const Key key{variant.name(), to_string(shape), problem.mask ? mask_identity(*problem.mask) : std::string("no mask"),
+                  to_string(problem.border), problem.shape.channels, static_cast<int>(problem.shape.layout)};
     {
         const std::lock_guard<std::mutex> lock(mutex);
         if (const auto it = verdicts.find(key); it != verdicts.end()) return it->second;
@@ -375,11 +437,11 @@ Verification verify_shape_once(const Variant& variant, const Problem& problem, c
     Problem small = problem;
     small.shape.width = 509;
     small.shape.height = 287;
-    const HostPair host = host_pair(small, 7, 0);
+    const HostPair host = host_pair(small, 7, 0);  // an integral image's sums are u32 at this size
     DeviceImage<std::uint8_t> in(host.input);
-    DeviceImage<std::uint8_t> out(small.shape);
-    const DeviceMask mask(*small.mask);
-    run(variant, small, {device_buffer(in), device_buffer(out), mask.view()}, shape);
+    DeviceImage<std::uint8_t> out = output_bytes(host);
+    const std::unique_ptr<DeviceMask> mask = small.mask ? std::make_unique<DeviceMask>(*small.mask) : nullptr;
+    run(variant, small, {device_buffer(in), output_buffer(out, host), mask ? mask->view() : DeviceMaskView{}}, shape);
     KLAB_CUDA_CHECK(cudaDeviceSynchronize());
     const Verification v = verify_output(variant, small, host, out);
     const std::lock_guard<std::mutex> lock(mutex);

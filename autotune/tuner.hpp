@@ -45,8 +45,9 @@ using CandidateProgress = std::function<void(int done, int total, const LaunchSh
 
 // Tunes variants on the classes given to it, keeping the current problem's input, reference and
 // device buffers between variants (tune the variants of one class one after another). Each
-// variant runs its class's representative problem (problem_class.hpp): the Gaussian one, or the
-// box one for a variant that takes box masks only.
+// variant runs its class's representative problem (problem_class.hpp): for a convolution the
+// Gaussian one, or the box one for a variant that takes box masks only; for Sobel and the integral
+// image the bucket's image (their results must equal the reference exactly).
 class Tuner {
 public:
     explicit Tuner(TuneOptions options);
@@ -102,9 +103,10 @@ std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum
 std::string source_hash(const Variant& variant);
 
 // Re-verification of a cached shape on its first use in a process: runs `variant` with `shape`
-// on a small synthetic image (509x287, sides no block divides) with the problem's mask, border,
-// channels and layout, and verifies it against the CPU reference. Remembers the verdict per
-// (variant, shape, mask, border, channels, layout), so later uses cost nothing.
+// on a small synthetic image (509x287, sides no block divides) with the problem's operation, mask,
+// border, channels and layout, and verifies it against the CPU reference (an integral image's sums
+// are u32 at that size, whatever the problem's). Remembers the verdict per (variant, shape, mask,
+// border, channels, layout), so later uses cost nothing.
 Verification verify_shape_once(const Variant& variant, const Problem& problem, const LaunchShape& shape);
 
 }  // namespace klab::autotune

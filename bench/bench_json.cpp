@@ -86,6 +86,8 @@ std::string npp_family(const std::string& filter) {
     if (filter.rfind("box", 0) == 0) return "npp.box";
     if (filter == "sobel") return "npp.sobel";
     if (filter == "integral") return "npp.integral";
+    // The general masks of the study: NPP's arbitrary-mask filter.
+    if (filter == "sharpen" || filter == "laplacian" || filter == "emboss" || filter.rfind("random", 0) == 0) return "npp.filter32f";
     return "";
 }
 

@@ -26,11 +26,13 @@
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
 #include "bench/bench_json.hpp"
+#include "bench/fma_rate.hpp"
 #include "bench/npp_baselines.hpp"
 #include "bench/study.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/cuda_event.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/parallel.hpp"
 #include "harness/reference/reference.hpp"
@@ -49,6 +51,7 @@ struct Settings {
     Study study = Study::full;
     std::string results = "results";  // where the tuning cache is read
     bool min_time_given = false;      // --benchmark_min_time on the command line
+    double ffma_per_second = 0;       // measured once per run on the GPU (bench/fma_rate.hpp)
 };
 
 // Each repetition runs for at least this much event time unless --benchmark_min_time says
@@ -301,13 +304,10 @@ public:
         return it->second;
     }
 
-    // Where the row's shape comes from: forced, the tuning cache (re-verified), or the default.
+    // Where the row's shape comes from: forced, the tuning cache (re-verified), or the default. Every
+    // operation is tuned (convolutions, Sobel, integral images: autotune/problem_class.hpp).
     std::pair<LaunchShape, std::string> shape_for(const BenchCase& c) {
         if (c.forced_shape) return {*c.forced_shape, fmt::format("{} forced (block-shape study)", to_string(*c.forced_shape))};
-        if (c.problem.op != Operation::convolve) {  // the tuner tunes convolutions only (problem classes need a mask)
-            const LaunchShape shape = c.variant->default_shape(c.problem);
-            return {shape, fmt::format("{} default (only convolutions are tuned)", to_string(shape))};
-        }
         const autotune::Lookup found =
             autotune::lookup(cache_, *c.variant, autotune::source_hash(*c.variant), c.problem, gpu_);
         if (found.level == autotune::LookupLevel::variant_default) {
@@ -479,6 +479,16 @@ void time_gpu_row(benchmark::State& state, const BenchCase& c) {
     set_counter(state, "pixels_per_second", row->pixels / (mean_us * 1e-6));
     set_counter(state, "copy_floor_us", floor_us);
     set_counter(state, "pct_copy_floor", 100.0 * floor_us / mean_us);
+    // The roofline: the larger of the copy floor and the FMA floor (the problem's least FMAs at
+    // the GPU's measured FFMA rate; none for the integer operations).
+    const double fma_floor_us = settings().ffma_per_second > 0
+                                    ? fma_per_output_element(c.problem) * row->pixels * c.problem.shape.channels /
+                                          settings().ffma_per_second * 1e6
+                                    : 0.0;
+    const double roofline_us = std::max(floor_us, fma_floor_us);
+    set_counter(state, "fma_floor_us", fma_floor_us);
+    set_counter(state, "roofline_us", roofline_us);
+    set_counter(state, "pct_roofline", 100.0 * roofline_us / mean_us);
     if (row->shape) {
         set_counter(state, "block_x", row->shape->block_x);
         set_counter(state, "block_y", row->shape->block_y);
@@ -712,6 +722,7 @@ void add_context(const std::optional<DeviceInfo>& device) {
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(device->l2_cache_bytes));
     benchmark::AddCustomContext("cuda_driver", cuda_version_string(device->driver_version));
     benchmark::AddCustomContext("cuda_runtime", cuda_version_string(device->runtime_version));
+    benchmark::AddCustomContext("gpu_ffma_per_second", fmt::format("{:.4g}", settings().ffma_per_second));
     benchmark::AddCustomContext("cpu_reference", cpu_reference_method());
 }
 
@@ -742,9 +753,12 @@ int bench_main(int argc, char** argv) {
     app.add_option("--klab_study", study, "full (the seeds' study), quick (HD and 8K) or smoke (tiny images)")
         ->capture_default_str();
     app.add_option("--klab_results", settings().results, "Results directory holding <gpu-slug>/autotune.json")->capture_default_str();
+    std::string device_option;  // klab's --device N (harness/device_select.hpp); empty: the current device
+    app.add_option("--device", device_option, "CUDA device index, as `klab info` lists them (default: the first CUDA shows)");
     try {
         app.parse(argc, argv);
         settings().study = parse_study(study);
+        if (!device_option.empty()) (void)select_one_device(parse_device_request(device_option), "klab-bench");
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     } catch (const Error& e) {
@@ -772,7 +786,13 @@ int bench_main(int argc, char** argv) {
     try {
         const DeviceQuery query = query_devices();
         std::optional<DeviceInfo> device;
-        if (!query.devices.empty()) device = query.devices.front();
+        if (!query.devices.empty()) device = current_device(query);
+        if (device) {
+            // Before the context is written: the roofline's second floor, measured once per run.
+            settings().ffma_per_second = measure_ffma_per_second(nullptr);
+            std::fprintf(stderr, "klab-bench: FMA floor: %.1f T FFMA/s measured on %s\n", settings().ffma_per_second / 1e12,
+                         device->name.c_str());
+        }
         add_context(device);
         if (device) {
 #if defined(KLAB_SYNC_AFTER_LAUNCH) || defined(KLAB_DEVICE_DEBUG)

@@ -206,19 +206,30 @@ std::string launch_text(const BenchRun& run) {
     return run.label.empty() ? shape : shape + " " + run.label;
 }
 
-const std::vector<std::string> kFigureHeader = {"median µs", "× copy floor", "% copy floor", "speedup over NPP",
+const std::vector<std::string> kFigureHeader = {"median µs", "× copy floor", "% copy floor", "× roofline", "speedup over NPP",
                                                 "speedup over CPU", "block (source)"};
-const std::string kFigureAlign = "rrrrrl";
+const std::string kFigureAlign = "rrrrrrl";
 
-// The columns every table shares, for one row.
-std::vector<std::string> figures(const Rows& rows, const Row& r) {
-    const auto floor = counter(*r.run, "copy_floor_us");
+// The columns every table shares, for one row, in kFigureHeader's order.
+struct Figures {
+    std::string us, copy_multiple, copy_pct, roofline_multiple, over_npp, over_cpu, launch;
+    std::vector<std::string> cells() const { return {us, copy_multiple, copy_pct, roofline_multiple, over_npp, over_cpu, launch}; }
+};
+
+// median / floor as "2.50×", or "—" without the counter.
+std::string multiple_of(const Row& r, const std::string& floor_counter) {
+    const auto floor = counter(*r.run, floor_counter);
+    return floor && *floor > 0 ? multiple_text(r.us / *floor) : kNone;
+}
+
+Figures figures(const Rows& rows, const Row& r) {
     const auto pct = counter(*r.run, "pct_copy_floor");
     const auto cpu = counter(*r.run, "speedup_vs_cpu");
     const Row* npp = rows.npp_for(*r.name);
     return {us_text(r.us),
-            floor && *floor > 0 ? multiple_text(r.us / *floor) : kNone,
+            multiple_of(r, "copy_floor_us"),
             pct ? pct_text(*pct) : kNone,
+            multiple_of(r, "roofline_us"),
             npp ? speedup_text(npp->us / r.us) : kNone,
             cpu ? speedup_text(*cpu) : kNone,
             launch_text(*r.run)};
@@ -233,7 +244,7 @@ std::string figure_table(const Rows& rows, const std::vector<Row>& list, const s
     t.align = std::string(lead_header.size(), 'l') + kFigureAlign;
     for (const Row& r : list) {
         std::vector<std::string> cells = lead(r);
-        const std::vector<std::string> f = figures(rows, r);
+        const std::vector<std::string> f = figures(rows, r).cells();
         cells.insert(cells.end(), f.begin(), f.end());
         t.rows.push_back(std::move(cells));
     }
@@ -359,7 +370,10 @@ std::string header_section(const BenchFile& file, const Rows& rows, const PlotOu
     t.rows.push_back({"benchmarks", fmt::format("{} ran, {} failed", rows.all.size(), rows.failed.size())});
     out += render(t);
     out += "Columns: median µs; × copy floor = median / `copy_floor_us` (a device-to-device copy of the same traffic, "
-           "1.00× is copy speed); % copy floor = `pct_copy_floor` (100 × floor / time); speedup over NPP = the NPP "
+           "1.00× is copy speed); % copy floor = `pct_copy_floor` (100 × floor / time); × roofline = median / "
+           "`roofline_us`, the larger of the copy floor and the FMA floor (the problem's least FMAs — 4 per output element "
+           "for a box mask, width + height for another separable mask, width × height for any other — at the FFMA rate measured in the same run, "
+           "`gpu_ffma_per_second`; bench/README.md); speedup over NPP = the NPP "
            "row's median / this row's median (same size, format, filter and border); speedup over CPU = "
            "`speedup_vs_cpu`; block (source) = the launch shape and the row's label.\n\n";
     if (!plots.not_drawn.empty()) {
@@ -371,30 +385,32 @@ std::string header_section(const BenchFile& file, const Rows& rows, const PlotOu
 }
 
 std::string headline_section(const BenchFile& file, const Rows& rows, const PlotOutcome& plots) {
-    std::string out = "## Headline: 8K RGB AoS, Gaussian 3×3 and 9×9, replicate border\n\n";
-    Table t{{"problem", "fastest klab variant", "median µs", "× copy floor", "% copy floor", "NPP µs", "speedup over NPP",
-             "speedup over CPU", "block (source)"},
-            "llrrrrrrl",
+    std::string out = "## Headline: 8K RGB AoS, replicate border: Gaussian 3×3 and 9×9, sharpen 3×3, random 9×9\n\n";
+    Table t{{"problem", "fastest klab variant", "median µs", "× copy floor", "% copy floor", "× roofline", "NPP µs",
+             "speedup over NPP", "speedup over CPU", "block (source)"},
+            "llrrrrrrrl",
             {}};
     std::string notes;
     std::vector<Row> shown;
-    for (int k : {3, 9}) {
-        const std::vector<Row> list = problem_rows(rows, "8K", gauss(k));
+    for (const std::string& filter : {gauss(3), gauss(9), std::string("sharpen"), std::string("random9")}) {
+        const std::vector<Row> list = problem_rows(rows, "8K", filter);
         const auto best = std::find_if(list.begin(), list.end(), [](const Row& r) { return is_variant(r.name->row); });
-        const std::string problem = "8K/rgb.aos/" + gauss(k) + "/replicate";
+        const std::string problem = "8K/rgb.aos/" + filter + "/replicate";
         if (best == list.end()) {
             std::string cpu;
             for (const Row& r : list)
                 if (is_cpu(r.name->row)) cpu += fmt::format("{}{} {} µs", cpu.empty() ? "" : ", ", r.name->row, us_text(r.us));
-            notes += fmt::format("{}: no klab variant row in this file (GPU: {}){}.\n\n", problem, context_or_none(file, "klab_gpu_key"),
-                                 cpu.empty() ? "" : "; the CPU reference took " + cpu);
+            if (filter == gauss(3) || filter == gauss(9) || !cpu.empty()) {
+                notes += fmt::format("{}: no klab variant row in this file (GPU: {}){}.\n\n", problem,
+                                     context_or_none(file, "klab_gpu_key"), cpu.empty() ? "" : "; the CPU reference took " + cpu);
+            }
             continue;
         }
         const long variants = std::count_if(list.begin(), list.end(), [](const Row& r) { return is_variant(r.name->row); });
         const Row* npp = rows.npp_for(*best->name);
-        const std::vector<std::string> f = figures(rows, *best);
-        t.rows.push_back({problem, fmt::format("{} (fastest of {})", best->name->row, variants), f[0], f[1], f[2],
-                          npp ? us_text(npp->us) : kNone, f[3], f[4], f[5]});
+        const Figures f = figures(rows, *best);
+        t.rows.push_back({problem, fmt::format("{} (fastest of {})", best->name->row, variants), f.us, f.copy_multiple, f.copy_pct,
+                          f.roofline_multiple, npp ? us_text(npp->us) : kNone, f.over_npp, f.over_cpu, f.launch});
         shown.push_back(*best);
     }
     if (!t.rows.empty()) out += render(t) + npp_note(rows, shown, file);
@@ -436,6 +452,28 @@ std::string mask_section(const BenchFile& file, const Rows& rows, const PlotOutc
     return out + plot_link(plots, kPlotMask, "time against mask size");
 }
 
+// Issue 14's general masks: every row of sharpen and random9 at HD and 8K (both layouts), fastest
+// first per problem, with NPP's arbitrary-mask filter beside them.
+std::string general_mask_section(const BenchFile& file, const Rows& rows) {
+    std::string out = "## 2b. General masks (not separable): sharpen 3×3 and random 9×9 at HD and 8K, replicate border\n\n";
+    std::vector<Row> list;
+    for (const std::string size : {"HD", "8K"}) {
+        for (const std::string format : {"rgb.aos", "rgb.soa"}) {
+            for (const std::string filter : {"sharpen", "random9"}) {
+                const std::vector<Row> part = rows.plain([&](const BenchName& n) {
+                    return n.size == size && n.format == format && n.filter == filter && n.border == "replicate";
+                });
+                list.insert(list.end(), part.begin(), part.end());
+            }
+        }
+    }
+    if (list.empty()) return out + skipped("sharpen or random9 at HD or 8K");
+    out += "× roofline: the FMA floor of a 9×9 mask that is not separable is 81 FMAs per output element, above the copy "
+           "floor at 8K; for sharpen the copy floor is the roofline.\n\n";
+    out += figure_table(rows, list, {"problem", "row"}, [](const Row& r) { return std::vector<std::string>{r.name->problem(), r.name->row}; });
+    return out + npp_note(rows, list, file);
+}
+
 std::string memory_section(const Rows& rows) {
     std::string out = "## 3. Memory levels: global, constant and shared memory\n\n";
     const std::vector<std::pair<std::string, std::string>> levels = {{"conv.global", "global (image and mask)"},
@@ -452,9 +490,9 @@ std::string memory_section(const Rows& rows) {
         for (const auto& [row, memory] : levels) {
             const Row* r = rows.find(row, problem);
             if (r == nullptr) continue;
-            const std::vector<std::string> f = figures(rows, *r);
-            t.rows.push_back({problem.problem(), row, memory, f[0], f[1], f[2],
-                              global ? speedup_text(global->us / r->us) : kNone, f[3]});
+            const Figures f = figures(rows, *r);
+            t.rows.push_back({problem.problem(), row, memory, f.us, f.copy_multiple, f.copy_pct,
+                              global ? speedup_text(global->us / r->us) : kNone, f.over_npp});
         }
     }
     if (t.rows.empty()) return out + skipped("conv.global, conv.constant, conv.tiled_2batch or conv.halo_tiled at 8K or HD");
@@ -565,31 +603,39 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
                 "llrrrrrrr",
                 {}};
         for (const Row& r : list) {
-            const std::vector<std::string> f = figures(rows, r);
-            std::vector<std::string> cells = {r.name->problem(), r.name->row, f[0], f[1], f[2]};
+            const Figures f = figures(rows, r);
+            std::vector<std::string> cells = {r.name->problem(), r.name->row, f.us, f.copy_multiple, f.copy_pct};
             for (const std::string npp : {"npp.separable32f", "npp.filter32f", "npp.gauss"}) {
                 const Row* other = rows.find(npp, *r.name);
                 cells.push_back(other && other->run != r.run ? speedup_text(other->us / r.us) : kNone);
             }
-            cells.push_back(f[4]);
+            cells.push_back(f.over_cpu);
             t.rows.push_back(std::move(cells));
         }
         out += render(t);
     }
 
+    // Each table: the rows of its filters at its sizes, by size, then fastest first; the block
+    // column shows every row's launch shape and where it came from (tuned, or why the default).
     struct Part {
-        std::string title, filter, missing;
-        std::vector<std::string> sizes;
+        std::string title;
+        std::vector<std::string> filters, sizes;
+        std::string missing;
     };
-    const std::vector<Part> parts = {{"Box 9×9", "box9", "box9 at 8K", {"8K"}},
-                                     {"Sobel", "sobel", "sobel at 8K", {"8K"}},
-                                     {"Integral image", "integral", "integral at 8K or 4096x4096", {"8K", "4096x4096"}}};
+    const std::vector<Part> parts = {
+        {"Box filters 3×3, 9×9 and 31×31", {"box3", "box9", "box31"}, {"8K"}, "box3, box9 or box31 at 8K"},
+        {"Sobel", {"sobel"}, {"8K"}, "sobel at 8K"},
+        {"Integral image", {"integral"}, {"8K", "4K", "4096x4096"}, "integral at 8K, 4K or 4096x4096"}};
+    const auto in = [](const std::vector<std::string>& values, const std::string& value) {
+        return std::find(values.begin(), values.end(), value) != values.end();
+    };
     for (const Part& p : parts) {
         out += "### " + p.title + "\n\n";
-        list = rows.plain([&](const BenchName& n) {
-            return n.filter == p.filter && std::find(p.sizes.begin(), p.sizes.end(), n.size) != p.sizes.end();
+        list = rows.plain([&](const BenchName& n) { return in(p.filters, n.filter) && in(p.sizes, n.size); });
+        sort_by_size(list, [&](const Row& r) {  // the filters in the part's order
+            return fmt::format("{:02}{}", std::find(p.filters.begin(), p.filters.end(), r.name->filter) - p.filters.begin(),
+                               r.name->format);
         });
-        sort_by_size(list);
         if (list.empty()) {
             out += skipped(p.missing);
             continue;
@@ -798,7 +844,7 @@ std::string plot_data_json(const BenchFile& file) { return plot_data(file, Rows(
 std::string report_markdown(const BenchFile& file, const PlotOutcome& plots) {
     const Rows rows(file);
     return header_section(file, rows, plots) + headline_section(file, rows, plots) + resolution_section(file, rows, plots) +
-           mask_section(file, rows, plots) + memory_section(rows) + layout_section(rows) + block_section(rows) +
+           mask_section(file, rows, plots) + general_mask_section(file, rows) + memory_section(rows) + layout_section(rows) + block_section(rows) +
            others_section(file, rows) + end_to_end_section(rows) + failures_section(rows);
 }
 

@@ -137,6 +137,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         add_row(cases, RowKind::copy, "baseline.copy", size, gaussian(size, 3));
         convolution_rows(size, gaussian(size, 3));
         convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), masks::box(5), kReplicate));
+        convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), masks::sharpen(), kReplicate));
         const Problem sobel = op_problem(Operation::sobel, size, 3, kReplicate);
         add_variants(cases, size, sobel);
         npp("npp.sobel", size, op_problem(Operation::sobel, size, 1, kReplicate));
@@ -161,25 +162,37 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
     for (const std::string& size : {std::string("HD"), std::string("8K")}) {
         for (int k : more_masks) convolution_rows(size, gaussian(size, k));
     }
+    // 2b. General (not separable) masks (issue 14): sharpen 3x3 and a fixed random 9x9 at HD and
+    // 8K, with npp.filter32f; at 8K in SoA as well.
+    for (const std::string& size : {std::string("HD"), std::string("8K")}) {
+        for (const Mask& mask : {masks::sharpen(), masks::random(9)}) {
+            convolution_rows(size, convolve_problem(shape_of(size, 3, Layout::aos), mask, kReplicate));
+        }
+    }
+    for (const Mask& mask : {masks::sharpen(), masks::random(9)}) {
+        add_variants(cases, "8K", convolve_problem(shape_of("8K", 3, Layout::soa), mask, kReplicate));
+    }
     // 4. AoS against SoA: the same problems in planar layout.
     for (const std::string& size : {std::string("HD"), std::string("8K")}) {
         for (int k : {3, 9}) add_variants(cases, size, gaussian(size, k, Layout::soa));
     }
-    // 6. The other operations at 8K: separable 9x9 against NPP's other filters, a box filter,
-    // Sobel (RGB and gray), the integral image (8K needs u64; 4096x4096 is the largest u32 size).
+    // 6. The other operations at 8K: separable 9x9 against NPP's other filters; box filters of three
+    // sizes (running sums cost the same for each); Sobel (RGB and gray); the integral image, gray
+    // (8K needs u64; 4K and 4096x4096, the largest u32 size, are u32) and RGB.
     npp("npp.filter32f", "8K", gaussian("8K", 9));
     npp("npp.separable32f", "8K", gaussian("8K", 9));
-    convolution_rows("8K", convolve_problem(shape_of("8K", 3, Layout::aos), masks::box(9), kReplicate));
+    for (int k : {3, 9, 31}) convolution_rows("8K", convolve_problem(shape_of("8K", 3, Layout::aos), masks::box(k), kReplicate));
     add_variants(cases, "8K", op_problem(Operation::sobel, "8K", 3, kReplicate));
     const Problem gray_sobel = op_problem(Operation::sobel, "8K", 1, kReplicate);
     add_variants(cases, "8K", gray_sobel);
     npp("npp.sobel", "8K", gray_sobel);
     add_row(cases, RowKind::copy, "baseline.copy", "8K", op_problem(Operation::integral, "8K", 1, Border{}));
-    for (const std::string& size : {std::string("8K"), std::string("4096x4096")}) {
+    for (const std::string& size : {std::string("8K"), std::string("4K"), std::string("4096x4096")}) {
         const Problem integral = op_problem(Operation::integral, size, 1, Border{});
         add_variants(cases, size, integral);
         npp("npp.integral", size, integral);
     }
+    add_variants(cases, "8K", op_problem(Operation::integral, "8K", 3, Border{}));  // NPP's integral is gray only
     // 6b. End to end, host to device to host (seed 000; issue 7): 8K RGB Gaussian 5x5.
     add_end_to_end(cases, "8K", study == Study::full);
     // 5. Block shapes (seed 001, table 2): every 100%-occupancy shape of one variant.
@@ -196,7 +209,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
 std::vector<autotune::ProblemClass> tuned_classes(Study study) {
     std::vector<autotune::ProblemClass> classes;
     for (const BenchCase& c : gpu_study(study, false, nullptr)) {
-        if (c.kind != RowKind::variant || c.problem.op != Operation::convolve) continue;
+        if (c.kind != RowKind::variant) continue;
         const autotune::ProblemClass pc = autotune::problem_class(c.problem);
         if (std::find(classes.begin(), classes.end(), pc) == classes.end()) classes.push_back(pc);
     }

@@ -61,7 +61,8 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
 // Without a GPU: the CPU reference, sequential and on every thread.
 std::vector<BenchCase> cpu_study(Study study);
 
-// The problem classes of the study's convolution rows: what `klab run` tunes first.
+// The problem classes of the study's variant rows (convolutions, Sobel, integral images): what
+// `klab run` tunes first.
 std::vector<autotune::ProblemClass> tuned_classes(Study study);
 
 // The variant and problem of the block-shape study.

@@ -1,11 +1,12 @@
 // klab apply over many files: the plan (inputs, outputs, checks before any work) and the run
-// (reader thread -> filtering on the calling thread -> writer thread). See apply_batch.hpp.
+// (reader threads -> one filtering thread per worker -> writer threads). See apply_batch.hpp.
 #include "cli/apply_batch.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -266,11 +267,13 @@ public:
         ++done_;
         draw();
     }
-    void print(std::FILE* stream, const std::string& line) {
+    void print(const std::vector<std::pair<std::FILE*, std::string>>& lines) {
         const std::lock_guard<std::mutex> lock(mutex_);
         clear();
-        fmt::print(stream, "{}\n", line);
-        std::fflush(stream);
+        for (const auto& [stream, line] : lines) {
+            fmt::print(stream, "{}\n", line);
+            std::fflush(stream);
+        }
         draw();
     }
     void close() {
@@ -335,33 +338,45 @@ std::FILE* stream_for(const std::string& note) { return note.rfind("warning: ", 
 
 }  // namespace
 
-void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
-    const GracefulStop graceful;  // a signal stops the batch between files (harness/interrupt.hpp)
-    BatchProgress progress(files.size());
-    BoundedQueue<DecodedFile> decoded(2);  // the reader stays at most two files ahead
-    BoundedQueue<FinishedFile> finished(2);
-    std::vector<std::string> failed;  // the writer's alone until it is joined
-    std::size_t written = 0;
+void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) { run_batch(files, std::vector<BatchFilter>{filter}); }
 
-    // However this function is left, the threads are stopped and joined (a joinable std::thread
-    // destroyed would terminate the program).
-    std::thread reader;
-    std::thread writer;
+void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers) {
+    if (workers.empty()) throw Error("klab apply: a batch without a worker");
+    const GracefulStop graceful;  // a signal stops the batch between files (harness/interrupt.hpp)
+    const std::size_t lanes = workers.size();
+    BatchProgress progress(files.size());
+    BoundedQueue<DecodedFile> decoded(2 * lanes);  // the readers stay at most two files per worker ahead
+    BoundedQueue<FinishedFile> finished(2 * lanes);
+    std::atomic<std::size_t> next_to_read{0};
+    std::atomic<std::size_t> readers_left{lanes};
+    std::atomic<std::size_t> attempted{0};
+    std::atomic<bool> stopped{false};
+    std::mutex outcome_mutex;  // guards `written` and `failed` (the writers')
+    std::size_t written = 0;
+    std::vector<std::size_t> failed;  // indices into `files`
+
+    // However this function is left, the queues are closed (waking every thread that waits on
+    // them) and the threads joined (a joinable std::thread destroyed would terminate the program).
+    std::vector<std::thread> readers;
+    std::vector<std::thread> filterers;  // workers[1...]; workers[0] runs on the calling thread
+    std::vector<std::thread> writers;
     struct Joiner {
         BoundedQueue<DecodedFile>& decoded;
         BoundedQueue<FinishedFile>& finished;
-        std::thread& reader;
-        std::thread& writer;
+        std::vector<std::vector<std::thread>*> groups;
         ~Joiner() {
             decoded.close();
             finished.close();
-            if (reader.joinable()) reader.join();
-            if (writer.joinable()) writer.join();
+            for (std::vector<std::thread>* group : groups) {
+                for (std::thread& t : *group) {
+                    if (t.joinable()) t.join();
+                }
+            }
         }
-    } joiner{decoded, finished, reader, writer};
+    } joiner{decoded, finished, {&filterers, &writers, &readers}};
 
-    reader = std::thread([&] {
-        for (std::size_t i = 0; i < files.size() && interrupt_signal() == 0; ++i) {
+    const auto read_files = [&] {
+        for (std::size_t i = next_to_read++; i < files.size() && interrupt_signal() == 0; i = next_to_read++) {
             DecodedFile item;
             item.index = i;
             try {
@@ -369,68 +384,86 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
             } catch (const std::exception& e) {
                 item.error = e.what();
             }
-            if (!decoded.push(std::move(item))) return;
+            if (!decoded.push(std::move(item))) return;  // closed: the batch stopped
         }
-        decoded.close();
-    });
-    writer = std::thread([&] {
+        if (--readers_left == 0) decoded.close();
+    };
+    // Each worker takes the next decoded file when it is free; after a stop, none takes another.
+    const auto filter_files = [&](const BatchFilter& filter) {
+        while (!stopped) {
+            std::optional<DecodedFile> item = decoded.pop();
+            if (!item || stopped || interrupt_signal() != 0) break;  // what is filtered already is still written
+            progress.start_file(files[item->index].input);
+            ++attempted;
+            FinishedFile result;
+            result.index = item->index;
+            result.error = std::move(item->error);
+            if (result.error.empty()) {
+                try {
+                    result.filtered = filter(std::move(item->image), files[item->index]);
+                } catch (const BatchStop& e) {
+                    result.error = e.what();
+                    stopped = true;
+                    decoded.close();  // the readers read no further
+                } catch (const std::exception& e) {
+                    result.error = e.what();
+                } catch (...) {
+                    result.error = "an unknown failure";
+                }
+            }
+            if (!finished.push(std::move(result))) break;
+        }
+    };
+    const auto write_files = [&] {
         while (std::optional<FinishedFile> item = finished.pop()) {
             const BatchFile& file = files[item->index];
-            for (const std::string& note : item->filtered.notes) progress.print(stream_for(note), note);
+            // The file's notes and its line together: another writer's lines never come between.
+            std::vector<std::pair<std::FILE*, std::string>> lines;
+            for (const std::string& note : item->filtered.notes) lines.emplace_back(stream_for(note), note);
             if (item->error.empty()) {
                 try {
                     io::write_image(file.output, item->filtered.image);  // atomic: a failure leaves nothing
+                    lines.emplace_back(stdout, fmt::format("{} -> {}: {}", file.input.string(), file.output.string(),
+                                                           item->filtered.description));
+                    const std::lock_guard<std::mutex> lock(outcome_mutex);
                     ++written;
-                    progress.print(stdout, fmt::format("{} -> {}: {}", file.input.string(), file.output.string(),
-                                                       item->filtered.description));
                 } catch (const std::exception& e) {
                     item->error = e.what();
                 }
             }
             if (!item->error.empty()) {
-                failed.push_back(file.input.string());
-                progress.print(stderr, fmt::format("klab apply: {} failed, nothing written to {}: {}", file.input.string(),
-                                                   file.output.string(), item->error));
+                lines.emplace_back(stderr, fmt::format("klab apply: {} failed, nothing written to {}: {}", file.input.string(),
+                                                       file.output.string(), item->error));
+                const std::lock_guard<std::mutex> lock(outcome_mutex);
+                failed.push_back(item->index);
             }
+            progress.print(lines);
             progress.finish_file();
         }
-    });
+    };
 
-    std::size_t attempted = 0;
-    bool stopped = false;
-    while (std::optional<DecodedFile> item = decoded.pop()) {
-        if (interrupt_signal() != 0) break;  // what is filtered already is still written
-        progress.start_file(files[item->index].input);
-        ++attempted;
-        FinishedFile result;
-        result.index = item->index;
-        result.error = std::move(item->error);
-        if (result.error.empty()) {
-            try {
-                result.filtered = filter(std::move(item->image), files[item->index]);
-            } catch (const BatchStop& e) {
-                result.error = e.what();
-                stopped = true;
-            } catch (const std::exception& e) {
-                result.error = e.what();
-            }
-        }
-        if (!finished.push(std::move(result)) || stopped) break;
-    }
-    decoded.close();  // after a stop: the reader reads no further
+    for (std::size_t i = 0; i < lanes; ++i) readers.emplace_back(read_files);
+    for (std::size_t i = 0; i < lanes; ++i) writers.emplace_back(write_files);
+    for (std::size_t w = 1; w < lanes; ++w) filterers.emplace_back(filter_files, std::cref(workers[w]));
+    filter_files(workers[0]);
+    for (std::thread& t : filterers) t.join();
+    decoded.close();  // after a stop: the readers read no further
     finished.close();
-    writer.join();
-    reader.join();
+    for (std::thread& t : writers) t.join();
+    for (std::thread& t : readers) t.join();
     progress.close();
 
+    std::sort(failed.begin(), failed.end());
+    std::vector<std::string> names;
+    for (std::size_t i : failed) names.push_back(files[i].input.string());
     const std::size_t skipped = files.size() - attempted;
     throw_if_interrupted(fmt::format("{} of {} written{}; not processed: {} file(s)", written, files.size(),
-                                     failed.empty() ? "" : fmt::format("; failed: {}", fmt::join(failed, ", ")), skipped));
+                                     names.empty() ? "" : fmt::format("; failed: {}", fmt::join(names, ", ")), skipped));
     if (failed.empty()) {
         fmt::print("{} of {} written\n", written, files.size());
         return;
     }
-    throw Error(fmt::format("{} of {} written; failed: {}{}", written, files.size(), fmt::join(failed, ", "),
+    throw Error(fmt::format("{} of {} written; failed: {}{}", written, files.size(), fmt::join(names, ", "),
                             skipped == 0 ? "" : fmt::format("; not processed after the batch stopped: {} file(s)", skipped)));
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // klab apply over many files (`--out-dir DIR INPUT...`, `--list FILE`): which files, where their
-// outputs go, and the run that overlaps file I/O with the filtering: a reader thread decodes up to
-// two files ahead, the calling thread filters, a writer thread encodes and writes (atomically) the
-// finished ones and prints a line per file. A file that fails is reported and skipped; the others
-// are still processed.
+// outputs go, and the run that overlaps file I/O with the filtering: reader threads decode up to
+// two files ahead per worker, the workers filter (one per GPU for `--device all`, each taking the
+// next decoded file as soon as it is free, so a faster GPU does more files), writer threads encode
+// and write (atomically) the finished ones and print a line per file. A file that fails is
+// reported and skipped; the others are still processed.
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -56,11 +57,16 @@ struct BatchStop : Error {
     using Error::Error;
 };
 
-// Runs `filter` over `files` as described at the top. On a terminal (stderr) a one-line progress
-// bar shows files done/total, the current file and the elapsed time. Ends with "N of M written":
-// printed when all were written, else thrown as klab::Error with the failed inputs. After SIGINT,
+// Runs the batch over `files` as described at the top, with one filtering thread per worker
+// (workers[0] on the calling thread, the others on threads of their own) and as many reader and
+// writer threads as workers. Which worker filters which file depends on timing; what is written
+// does not. On a terminal (stderr) a one-line progress bar shows files done/total, the file
+// started last and the elapsed time. Ends with "N of M written": printed when all were written,
+// else thrown as klab::Error with the failed inputs (in the order of `files`). After SIGINT,
 // SIGTERM or SIGHUP (harness/interrupt.hpp) no further file is read or filtered, the files already
 // filtered are written, and it throws klab::Interrupted saying how many were written.
+void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers);
+// One worker: `filter` on the calling thread, one reader, one writer.
 void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter);
 
 }  // namespace klab::cli

@@ -2,7 +2,8 @@
 // registered variant (harness/variant.hpp), chosen by name or by `auto` (the fastest in the
 // tuning cache, else a default), through the strip pipeline (harness/strip_pipeline.hpp) from
 // pinned host memory, or with --sync in one synchronous piece. One file (IN OUT) or many
-// (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp).
+// (--out-dir DIR INPUT..., --list FILE: cli/apply_batch.hpp), on one GPU (--device N) or spread
+// over every GPU (--device all: one strip pipeline per GPU, each taking the next file when free).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,17 +20,16 @@
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <unistd.h>
 
-#include "autotune/problem_class.hpp"
-#include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
+#include "autotune/variant_choice.hpp"
 #include "cli/apply_batch.hpp"
 #include "cli/commands.hpp"
 #include "harness/border.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
@@ -69,6 +69,7 @@ struct ApplyOptions {
     std::string out_dir;
     std::string list;     // --list FILE: more inputs, one per line
     std::string format;   // --format: the batch outputs' extension; empty keeps the input's
+    std::string device;   // GPU: --device N or all; empty: the current device
 };
 
 // What every image of a run is filtered with, parsed once.
@@ -174,6 +175,18 @@ void check_cpu_options(const ApplyOptions& o) {
                                 o.strips_given ? "--strips" : o.in_flight_given ? "--in-flight" : "--sync"),
                     "--strips, --in-flight and --sync with --backend gpu only");
     }
+    if (!o.device.empty()) {
+        throw Error(fmt::format("--device {} with --backend cpu: the CPU backend uses no device", o.device),
+                    "--device with --backend gpu only");
+    }
+}
+
+// --device all spreads a batch over the GPUs: one file runs on one.
+void check_device_option(const ApplyOptions& o, const DeviceRequest& request) {
+    if (request.all && o.out_dir.empty()) {
+        throw Error("--device all with IN OUT: one file runs on one GPU",
+                    "--device N for one file, or --device all --out-dir DIR INPUT... to spread a batch over the GPUs");
+    }
 }
 
 // --sync is the one-shot path, one piece at a time: strips in flight contradict it.
@@ -207,20 +220,6 @@ void require_gpu_operation(const FilterSpec& spec) {
     }
 }
 
-// nullptr for "auto"; otherwise the named variant, which must compute the filter's op.
-const Variant* requested_variant(const ApplyOptions& o, const FilterSpec& spec) {
-    if (o.variant == "auto") return nullptr;
-    const Variant& variant = Registry::instance().get(o.variant);  // its error lists the names
-    if (variant.op() != spec.operation) {
-        std::vector<std::string> names;
-        for (const Variant* v : Registry::instance().for_op(spec.operation)) names.push_back(v->name());
-        throw Error(fmt::format("--variant {} computes {}, the filter {} is a {}", o.variant, to_string(variant.op()),
-                                spec.text, to_string(spec.operation)),
-                    fmt::format("auto, {}", fmt::join(names, ", ")));
-    }
-    return &variant;
-}
-
 // ---------------------------------------------------------------------------------------------
 // CPU backend
 
@@ -251,51 +250,21 @@ FilteredImage filter_on_cpu(const Setup& s, ImageU8 image, const reference::Prog
 // ---------------------------------------------------------------------------------------------
 // GPU backend
 
-// The name of the CUDA device the run uses (the current one, 0), or an error without one.
-std::string require_device() {
+// The devices the run uses: the one --device names, every one for --device all, else the current
+// one; an error without any.
+std::vector<DeviceInfo> gpu_devices(const ApplyOptions& o, const DeviceRequest& request) {
     const DeviceQuery query = query_devices();
     if (query.devices.empty()) {
-        throw Error(fmt::format("--backend gpu: {}", query.no_device_reason), "--backend cpu on a machine without a CUDA device");
+        throw Error(fmt::format("--backend gpu{}: {}", o.device.empty() ? "" : " --device " + o.device, query.no_device_reason),
+                    "--backend cpu on a machine without a CUDA device");
     }
-    int current = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&current));
-    for (const DeviceInfo& d : query.devices) {
-        if (d.index == current) return d.name;
-    }
-    return query.devices.front().name;
-}
-
-// The variant's default shape for the problem, with the block replaced by --block when given
-// (declared parameters keep their defaults: --block sets only the block).
-LaunchShape launch_shape(const Variant& variant, const Problem& problem, const std::optional<LaunchShape>& block) {
-    LaunchShape shape = variant.default_shape(problem);
-    if (block) {
-        shape.block_x = block->block_x;
-        shape.block_y = block->block_y;
-    }
-    return shape;
-}
-
-// Whether `variant` runs `problem` with the shape it would get without the cache (--block or its default).
-Support runs(const Variant& variant, const Problem& problem, const std::optional<LaunchShape>& block) {
-    Support support = variant.supports(problem);
-    if (support) support = variant.check_shape(problem, launch_shape(variant, problem, block));
-    return support;
+    if (!request.given) return {current_device(query)};
+    return requested_devices(request, query, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 // The problem on the GPU: the image's shape in the requested layout.
 Problem gpu_problem(const Setup& s, const ImageShape& image_shape) {
-    const ImageShape shape{image_shape.width, image_shape.height, image_shape.channels, s.layout};
-    Problem problem;
-    if (s.spec.operation == Operation::convolve) {
-        problem = convolve_problem(shape, *s.spec.mask, s.border);
-    } else {
-        problem.op = s.spec.operation;
-        problem.shape = shape;
-        problem.border = s.border;
-    }
-    validate(problem);
-    return problem;
+    return make_problem(s.spec, {image_shape.width, image_shape.height, image_shape.channels, s.layout}, s.border);
 }
 
 std::string megabytes(std::size_t bytes) {
@@ -303,47 +272,43 @@ std::string megabytes(std::size_t bytes) {
     return b < 1e6 ? fmt::format("{:.1f} kB", b / 1e3) : fmt::format("{:.1f} MB", b / 1e6);
 }
 
-struct GpuChoice {
-    const Variant* variant = nullptr;
-    LaunchShape shape;
-    std::string shape_explanation;  // the "launch shape:" line
-};
-
-// A variant's cached time for the problem, as autotune::lookup() found it.
-struct CachedTime {
-    const Variant* variant = nullptr;
-    autotune::Lookup found;
-    double median_us = 0;
-};
-
-// Runs the filter on the GPU: the variant and shape (named, or auto), the pipeline path, the
-// optional verification. Loads the tuning cache once; one object serves every file of a batch.
+// Runs the filter on one GPU: the variant and shape (named, or auto: autotune::VariantChooser),
+// the pipeline path, the optional verification. Loads the tuning cache once; one object serves
+// every file of a batch on its device. Made with its device current; a thread that calls filter()
+// makes it current first.
 class GpuFilter {
 public:
     // After a lost CUDA context (a kernel fault) nothing can be freed: the process's end releases
     // the kept pipeline, instead of an error line for each of its buffers, streams and events.
     void abandon_after_lost_context() { (void)pipeline_.release(); }
 
-    GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block)
-        : o_(o), s_(s), requested_(requested), block_(std::move(block)), device_(require_device()),
-          gpu_(autotune::current_gpu_identity()) {
-        std::vector<std::string> warnings;
-        cache_ = autotune::TuningCache::load_directory(o.results, warnings);
-        for (const std::string& w : warnings) print_note("warning: " + w);
+    GpuFilter(const ApplyOptions& o, const Setup& s, const Variant* requested, std::optional<LaunchShape> block,
+              const DeviceInfo& device)
+        : o_(o), s_(s), requested_(requested), device_index_(device.index),
+          device_(fmt::format("gpu {} ({})", device.index, device.name)),
+          chooser_(load_cache(o.results), autotune::current_gpu_identity(), std::move(block), o.block) {}
+    // The kept pipeline's streams and memory are freed with their own device current.
+    ~GpuFilter() {
+        if (pipeline_) KLAB_CUDA_CHECK_NOTHROW(cudaSetDevice(device_index_));
     }
+    GpuFilter(const GpuFilter&) = delete;
+    GpuFilter& operator=(const GpuFilter&) = delete;
+
+    int device_index() const { return device_index_; }
+    const std::string& device_name() const { return device_; }
 
     // `notes`: the choices made, as they are made (so that they can be printed even when a later
     // step fails). Throws klab::Error when the image cannot be filtered or fails --verify.
     FilteredImage filter(const ImageU8& image, const std::string& output_name, const reference::Progress& progress,
                          std::vector<std::string>& notes) const {
         const Problem problem = gpu_problem(s_, image.shape());
-        const GpuChoice choice = requested_ != nullptr ? named_choice(problem, notes) : auto_choice(problem, notes);
+        const autotune::VariantChoice choice = chooser_.choose(problem, requested_, notes);
         notes.push_back("launch shape: " + choice.shape_explanation);
         FilteredImage filtered;
         const PipelineRun run = run_path(*choice.variant, problem, choice.shape, image, filtered.image, notes);
         const ImageShape& in = image.shape();
         filtered.description =
-            fmt::format("{} with border {} on gpu ({}), variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
+            fmt::format("{} with border {} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
                         "transfers included)",
                         filter_text(s_.spec), to_string(s_.border), device_, choice.variant->name(),
                         requested_ != nullptr ? "" : " (auto)", to_string(choice.shape), in.width, in.height, in.channels,
@@ -356,203 +321,12 @@ public:
     }
 
 private:
-    // --variant NAME: that variant, if it runs the problem, with --block, the cached or the default shape.
-    GpuChoice named_choice(const Problem& problem, std::vector<std::string>& notes) const {
-        const Support support = requested_->supports(problem);
-        if (!support) {
-            throw Error(fmt::format("--variant {} does not run {}: {}", requested_->name(), to_string(problem), support.reason()),
-                        "--variant auto, or a variant `klab list` shows supporting the problem");
-        }
-        return with_shape(*requested_, problem, notes);
-    }
-
-    // The shape for a chosen variant: --block (checked), else the tuning cache's (re-verified) for
-    // a convolution, else the default.
-    GpuChoice with_shape(const Variant& variant, const Problem& problem, std::vector<std::string>& notes) const {
-        if (block_) {
-            const LaunchShape shape = launch_shape(variant, problem, block_);
-            const Support support = variant.check_shape(problem, shape);
-            if (!support) {
-                throw Error(fmt::format("{} does not run {} with block {}: {}", variant.name(), to_string(problem), o_.block,
-                                        support.reason()),
-                            "a block `klab list` shows for the variant, or no --block");
-            }
-            return {&variant, shape, fmt::format("block {} (--block)", o_.block)};
-        }
-        if (problem.op != Operation::convolve) {
-            const LaunchShape shape = variant.default_shape(problem);
-            return {&variant, shape, fmt::format("block {}, the variant's default (klab tune tunes convolutions only)", to_string(shape))};
-        }
-        const autotune::Lookup found = autotune::lookup(cache_, variant, autotune::source_hash(variant), problem, gpu_);
-        if (found.level == autotune::LookupLevel::variant_default) return {&variant, found.shape, found.explanation};
-        std::string failure;
-        if (reverified(variant, problem, found.shape, failure)) {
-            return {&variant, found.shape, found.explanation + "; re-verified on a 509x287 image"};
-        }
-        notes.push_back(fmt::format("warning: the cached block {} of {} fails verification ({}); using the default",
-                                    to_string(found.shape), variant.name(), failure));
-        const LaunchShape fallback = variant.default_shape(problem);
-        return {&variant, fallback,
-                fmt::format("block {}, the variant's default (the cached {} failed verification)", to_string(fallback),
-                            to_string(found.shape))};
-    }
-
-    // A cached shape passes verify_shape_once(); `failure` says why not.
-    static bool reverified(const Variant& variant, const Problem& problem, const LaunchShape& shape, std::string& failure) {
-        try {
-            const Verification check = autotune::verify_shape_once(variant, problem, shape);
-            if (check.ok()) return true;
-            failure = check.summary();
-        } catch (const Error& e) {
-            failure = e.what();  // e.g. a shape the device cannot run
-        }
-        return false;
-    }
-
-    // --variant auto: the fastest verified variant of the tuning cache for this problem, else a default.
-    GpuChoice auto_choice(const Problem& problem, std::vector<std::string>& notes) const {
-        if (block_) {
-            return default_choice(problem, fmt::format("--block {}: the tuning cache's times are for its own blocks", o_.block),
-                                  notes);
-        }
-        if (problem.op != Operation::convolve) {
-            return default_choice(problem, fmt::format("no tuning records for {} (klab tune tunes convolutions only)", to_string(problem.op)),
-                                  notes);
-        }
-        const autotune::ProblemClass wanted = autotune::problem_class(problem);
-        std::vector<CachedTime> times = comparable_times(problem, wanted);
-        if (times.empty()) {
-            return default_choice(problem,
-                                  fmt::format("no tuning records for this GPU/class ({} on {})", to_string(wanted), gpu_.name), notes);
-        }
-        const autotune::ProblemClass& compared = times.front().found.record->problem_class;
-        std::vector<std::string> failed;  // faster variants whose cached shape failed re-verification
-        for (std::size_t i = 0; i < times.size(); ++i) {
-            const CachedTime& t = times[i];
-            std::string failure;
-            if (!reverified(*t.variant, problem, t.found.shape, failure)) {
-                notes.push_back(fmt::format("warning: the cached block {} of {} fails verification ({}); not choosing it",
-                                            to_string(t.found.shape), t.variant->name(), failure));
-                failed.push_back(t.variant->name());
-                continue;
-            }
-            std::string why = fmt::format("auto: {}, fastest {}in the tuning cache for {}{} on {}: {:.1f} us",
-                                          t.variant->name(), failed.empty() ? "" : "verified ", to_string(compared),
-                                          compared == wanted ? "" : fmt::format(" (the nearest tuned size to {})", to_string(wanted)),
-                                          gpu_.name, t.median_us);
-            if (i + 1 < times.size()) {
-                why += fmt::format("; next {} {:.1f} us", times[i + 1].variant->name(), times[i + 1].median_us);
-            } else if (times.size() == 1) {
-                why += "; no other variant has a record of this class";
-            }
-            if (!failed.empty()) why += fmt::format("; skipped (cached shape failed verification): {}", fmt::join(failed, ", "));
-            const std::vector<std::string> stale = stale_variants(problem, compared);
-            if (!stale.empty()) {
-                why += fmt::format("; not compared (records of {} tuned with another source of the variant: klab tune again): {}",
-                                   to_string(compared), fmt::join(stale, ", "));
-            }
-            notes.push_back(why);
-            return {t.variant, t.found.shape, t.found.explanation + "; re-verified on a 509x287 image"};
-        }
-        return default_choice(problem, fmt::format("no cached shape of {} on {} passed re-verification", to_string(compared), gpu_.name),
-                              notes);
-    }
-
-    // The cached times of every variant that runs the problem, comparable with one another: this
-    // GPU's records (exact class, or the nearest size), all of one class — the exact one where any
-    // variant has it, else the nearest tuned size (the larger on a tie, as lookup() prefers) —
-    // fastest first. Records of another GPU of the same compute capability are not compared.
-    std::vector<CachedTime> comparable_times(const Problem& problem, const autotune::ProblemClass& wanted) const {
-        std::vector<CachedTime> times;
-        for (const Variant* v : Registry::instance().for_op(problem.op)) {
-            if (!v->supports(problem)) continue;
-            autotune::Lookup found = autotune::lookup(cache_, *v, autotune::source_hash(*v), problem, gpu_);
-            if (found.level != autotune::LookupLevel::exact && found.level != autotune::LookupLevel::nearest_size) continue;
-            double median = found.record->top.front().us.median;
-            for (const autotune::MeasuredCandidate& m : found.record->top) {
-                if (to_string(m.shape) == to_string(found.shape)) {
-                    median = m.us.median;
-                    break;
-                }
-            }
-            times.push_back({v, std::move(found), median});
-        }
-        if (times.empty()) return times;
-        const int wanted_rank = autotune::resolution_rank(wanted.resolution);
-        const auto distance = [&](const CachedTime& t) {
-            const int rank = autotune::resolution_rank(t.found.record->problem_class.resolution);
-            return std::make_pair(std::abs(rank - wanted_rank), -rank);
-        };
-        const auto nearest = std::min_element(times.begin(), times.end(),
-                                              [&](const CachedTime& a, const CachedTime& b) { return distance(a) < distance(b); });
-        const autotune::ProblemClass compared = nearest->found.record->problem_class;
-        times.erase(std::remove_if(times.begin(), times.end(),
-                                   [&](const CachedTime& t) { return !(t.found.record->problem_class == compared); }),
-                    times.end());
-        std::stable_sort(times.begin(), times.end(), [](const CachedTime& a, const CachedTime& b) { return a.median_us < b.median_us; });
-        return times;
-    }
-
-    // Variants that run the problem and have a record of the compared class on this GPU, but only
-    // ones tuned with another source of the variant (lookup() skips those): the log says why they
-    // are missing.
-    std::vector<std::string> stale_variants(const Problem& problem, const autotune::ProblemClass& compared) const {
-        std::vector<std::string> names;
-        const std::string key = gpu_.key();
-        for (const Variant* v : Registry::instance().for_op(problem.op)) {
-            if (!v->supports(problem)) continue;
-            bool current = false;
-            bool stale = false;
-            for (const autotune::TuningRecord& r : cache_.records()) {
-                if (r.variant != v->name() || r.gpu.key() != key || !(r.problem_class == compared)) continue;
-                if (r.source_hash == autotune::source_hash(*v)) {
-                    current = true;
-                } else {
-                    stale = true;
-                }
-            }
-            if (stale && !current) names.push_back(v->name());
-        }
-        return names;
-    }
-
-    // Without usable records: conv.separable_fused for a separable mask, else conv.halo_tiled
-    // (sobel.fused for Sobel: one pass, several times faster than sobel.3kernel in the H200 study),
-    // where registered and running the problem; else the first registered variant that does.
-    GpuChoice default_choice(const Problem& problem, const std::string& reason, std::vector<std::string>& notes) const {
-        std::vector<std::pair<std::string, std::string>> preferred;  // name, why
-        if (problem.op == Operation::convolve) {
-            if (separable_variant_factors(*problem.mask)) {
-                preferred = {{"conv.separable_fused", "the mask is separable"}, {"conv.halo_tiled", "the mask is separable"}};
-            } else {
-                preferred = {{"conv.halo_tiled", "the mask is not separable"}};
-            }
-        } else if (problem.op == Operation::sobel) {
-            preferred = {{"sobel.fused", "one pass over the image"}};
-        }
-        std::vector<std::string> refusals;
-        const auto choose = [&](const Variant& v, const std::string& why) {
-            notes.push_back(fmt::format("auto: {}: default choice {} ({}{})", reason, v.name(), why,
-                                        refusals.empty() ? "" : fmt::format("; {}", fmt::join(refusals, "; "))));
-            return with_shape(v, problem, notes);
-        };
-        for (const auto& [name, why] : preferred) {
-            const Variant* v = Registry::instance().find(name);
-            if (v == nullptr) {
-                refusals.push_back(name + " is not registered");
-                continue;
-            }
-            const Support support = runs(*v, problem, block_);
-            if (support) return choose(*v, why);
-            refusals.push_back(fmt::format("{}: {}", name, support.reason()));
-        }
-        for (const Variant* v : Registry::instance().for_op(problem.op)) {
-            if (runs(*v, problem, block_)) return choose(*v, "the first registered variant that runs the problem");
-            refusals.push_back(fmt::format("{}: {}", v->name(), runs(*v, problem, block_).reason()));
-        }
-        throw Error(fmt::format("no registered variant runs {}{} ({})", to_string(problem),
-                                block_ ? " with block " + to_string(*block_) : std::string(), fmt::join(refusals, "; ")),
-                    "the problems and blocks `klab list` shows for each variant");
+    // The tuning cache of every GPU under --results; its warnings are printed.
+    static autotune::TuningCache load_cache(const std::string& results) {
+        std::vector<std::string> warnings;
+        autotune::TuningCache cache = autotune::TuningCache::load_directory(results, warnings);
+        for (const std::string& w : warnings) print_note("warning: " + w);
+        return cache;
     }
 
     // The path: --sync the synchronous one shot, from the decoded (pageable) image; otherwise the
@@ -614,16 +388,11 @@ private:
     // The CPU reference's verdict on `actual`; a failure throws, so nothing is written.
     std::string verify(const Variant& variant, const Problem& problem, const ImageU8& image, const ImageU8& actual,
                        const std::string& output_name, const reference::Progress& progress) const {
-        Verification verification;
-        std::string allowed;
-        if (problem.op == Operation::convolve) {
-            const ImageU8 expected = reference::convolve(image, *problem.mask, problem.border, s_.threads, progress);
-            verification = verify_convolution(image, *problem.mask, problem.border, expected, actual, variant.coefficient_error(problem));
-            allowed = "equal values, or 1 apart next to an fp32 rounding tie (harness/verify.hpp)";
-        } else {
-            verification = verify_exact(reference::sobel(image, problem.border, s_.threads), actual);
-            allowed = "equal values (Sobel is exact)";
-        }
+        const Verification verification =
+            verify_result(problem, image, actual, variant.coefficient_error(problem), s_.threads, progress);
+        const std::string allowed = problem.op == Operation::convolve
+                                        ? "equal values, or 1 apart next to an fp32 rounding tie (harness/verify.hpp)"
+                                        : "equal values (Sobel is exact)";
         if (!verification.ok()) {
             throw Error(fmt::format("--verify: {} differs from the CPU reference: {}; {} was not written", variant.name(),
                                     verification.summary(), output_name),
@@ -635,10 +404,9 @@ private:
     const ApplyOptions& o_;
     const Setup& s_;
     const Variant* requested_;
-    std::optional<LaunchShape> block_;
-    std::string device_;
-    autotune::GpuIdentity gpu_;
-    autotune::TuningCache cache_;
+    int device_index_;
+    std::string device_;  // "gpu 0 (NVIDIA H200)"
+    autotune::VariantChooser chooser_;
     // The strip pipeline of the last image, reused while the problem stays the same.
     mutable std::unique_ptr<StripPipeline> pipeline_;
     mutable std::string pipeline_key_;
@@ -648,7 +416,11 @@ private:
 // ---------------------------------------------------------------------------------------------
 // One file, many files
 
-void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
+// One GpuFilter per device the run uses (none for the CPU backend), each made with its device current.
+using GpuFilters = std::vector<std::unique_ptr<GpuFilter>>;
+using MakeGpuFilters = std::function<GpuFilters()>;
+
+void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_gpus) {
     const std::string& in = o.paths[0];
     const std::string& out = o.paths[1];
     std::error_code ec;
@@ -656,12 +428,13 @@ void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::
         throw Error(fmt::format("IN '{}' is a directory", in), "an image file, or --out-dir DIR INPUT... for a directory's images");
     }
     if (!fs::exists(in, ec)) throw Error(fmt::format("IN '{}' does not exist", in), "an image file");
-    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is read
+    const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
+    GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
 
     ImageU8 image = io::read_image(in);
     io::check_writable(out, output_channels(s.spec, image.channels()));
     FilteredImage filtered;
-    if (gpu) {
+    if (gpu != nullptr) {
         std::vector<std::string> notes;
         try {
             filtered = gpu->filter(image, out, terminal_progress(), notes);
@@ -678,54 +451,85 @@ void run_single(const ApplyOptions& o, const Setup& s, const std::function<std::
     fmt::print("{} -> {}: {}\n", in, out, filtered.description);
 }
 
-void run_many(const ApplyOptions& o, const Setup& s, const std::function<std::unique_ptr<GpuFilter>()>& make_gpu) {
-    const std::unique_ptr<GpuFilter> gpu = make_gpu();  // the device first: without one, nothing is created
+// One file of a batch on `gpu` (its device made current: this may be a worker thread of its own),
+// or on the CPU for a null `gpu`. `last_notes`: the worker's previous notes; the GPU's choices are
+// printed again only when they change.
+FilteredImage filter_batch_file(const Setup& s, GpuFilter* gpu, std::vector<std::string>& last_notes, ImageU8 image,
+                                const BatchFile& file) {
+    // The output is checked before the filtering (e.g. RGBA into a JPEG), as for one file.
+    io::check_writable(file.output, output_channels(s.spec, image.channels()));
+    if (gpu == nullptr) return filter_on_cpu(s, std::move(image), {});
+    use_device(gpu->device_index());
+    std::vector<std::string> notes;
+    FilteredImage filtered;
+    try {
+        filtered = gpu->filter(image, file.output.string(), {}, notes);
+    } catch (const std::exception& e) {
+        // A lost CUDA context fails every later file too: stop with this one's message.
+        if (const std::string sticky = sticky_cuda_error(); !sticky.empty()) {
+            gpu->abandon_after_lost_context();
+            throw BatchStop(fmt::format("{}; the CUDA context is lost ({}), so the batch stops", e.what(), sticky));
+        }
+        throw;
+    }
+    if (notes != last_notes) {
+        filtered.notes = notes;
+        last_notes = std::move(notes);
+    }
+    return filtered;
+}
+
+void run_many(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_gpus) {
+    const GpuFilters gpus = make_gpus();  // the devices first: without one, nothing is created
     const std::vector<BatchFile> files = plan_batch(o.paths, o.list, o.out_dir, o.format);
-    std::vector<std::string> last_notes;  // the GPU's choices are printed again only when they change
-    run_batch(files, [&](ImageU8 image, const BatchFile& file) {
-        // The output is checked before the filtering (e.g. RGBA into a JPEG), as for one file.
-        io::check_writable(file.output, output_channels(s.spec, image.channels()));
-        if (!gpu) return filter_on_cpu(s, std::move(image), {});
-        std::vector<std::string> notes;
-        FilteredImage filtered;
-        try {
-            filtered = gpu->filter(image, file.output.string(), {}, notes);
-        } catch (const std::exception& e) {
-            // A lost CUDA context fails every later file too: stop with this one's message.
-            if (const std::string sticky = sticky_cuda_error(); !sticky.empty()) {
-                gpu->abandon_after_lost_context();
-                throw BatchStop(fmt::format("{}; the CUDA context is lost ({}), so the batch stops", e.what(), sticky));
-            }
-            throw;
-        }
-        if (notes != last_notes) {
-            filtered.notes = notes;
-            last_notes = std::move(notes);
-        }
-        return filtered;
-    });
+    if (gpus.size() > 1) {
+        std::string names;
+        for (const auto& gpu : gpus) names += (names.empty() ? "" : ", ") + gpu->device_name();
+        fmt::print("--device all: {} files over {} GPUs ({}), each taking the next file when it is free\n", files.size(),
+                   gpus.size(), names);
+    }
+    std::vector<std::vector<std::string>> last_notes(std::max<std::size_t>(gpus.size(), 1));
+    std::vector<BatchFilter> workers;
+    for (std::size_t w = 0; w < last_notes.size(); ++w) {
+        GpuFilter* gpu = gpus.empty() ? nullptr : gpus[w].get();
+        workers.push_back([&s, gpu, &notes = last_notes[w]](ImageU8 image, const BatchFile& file) {
+            return filter_batch_file(s, gpu, notes, std::move(image), file);
+        });
+    }
+    run_batch(files, workers);
 }
 
 void run_apply(const ApplyOptions& o) {
     // Check everything that can be checked before the filtering starts, so a typo costs nothing.
     check_mode_options(o);
     Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads)};
-    std::function<std::unique_ptr<GpuFilter>()> make_gpu = [] { return std::unique_ptr<GpuFilter>(); };
+    MakeGpuFilters make_gpus = [] { return GpuFilters(); };
     std::optional<LaunchShape> block;
     const Variant* requested = nullptr;
+    DeviceRequest device;
     if (o.backend == "gpu") {
         require_gpu_operation(s.spec);
         block = o.block.empty() ? std::nullopt : std::optional<LaunchShape>(parse_block_shape(o.block));
-        requested = requested_variant(o, s.spec);
+        requested = autotune::requested_variant(o.variant, s.spec);
         check_pipeline_options(o);
-        make_gpu = [&] { return std::make_unique<GpuFilter>(o, s, requested, block); };
+        if (!o.device.empty()) device = parse_device_request(o.device);
+        check_device_option(o, device);
+        make_gpus = [&] {
+            GpuFilters gpus;
+            for (const DeviceInfo& d : gpu_devices(o, device)) {
+                use_device(d.index);
+                gpus.push_back(std::make_unique<GpuFilter>(o, s, requested, block, d));
+            }
+            use_device(gpus.front()->device_index());  // the calling thread filters on the first
+            return gpus;
+        };
     } else {
         check_cpu_options(o);
     }
     if (o.out_dir.empty()) {
-        run_single(o, s, make_gpu);
+        run_single(o, s, make_gpus);
     } else {
-        run_many(o, s, make_gpu);
+        run_many(o, s, make_gpus);
     }
 }
 
@@ -776,6 +580,9 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)");
     cmd->add_option("--format", o->format, "Batch: the outputs' format (default: each input's extension)")
         ->check(CLI::IsMember({"png", "jpg", "pgm", "ppm"}));
+    cmd->add_option("--device", o->device,
+                    "GPU: the CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: a "
+                    "batch spread over every GPU, each taking the next file when it is free (same outputs as one GPU)");
     cmd->add_option("PATHS", o->paths,
                     "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
                     "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");

@@ -1,10 +1,15 @@
-// klab info: the CUDA devices of this machine and how this klab was built.
+// klab info: the CUDA devices of this machine (or the one --device names) and how this klab was
+// built. Each device's slug names its folder under results/ (and the CI runner label of its model).
+#include <cstdlib>
+
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "autotune/gpu_model.hpp"
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 
 namespace klab::cli {
 
@@ -12,11 +17,13 @@ namespace {
 
 struct InfoOptions {
     bool json = false;
+    std::string device;  // empty or "all": every device
 };
 
 nlohmann::json to_json(const DeviceInfo& d) {
     return {{"index", d.index},
             {"name", d.name},
+            {"slug", autotune::gpu_slug(d.name)},
             {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
             {"sm_count", d.sm_count},
             {"global_memory_bytes", d.global_memory_bytes},
@@ -32,7 +39,11 @@ nlohmann::json to_json(const DeviceInfo& d) {
 }
 
 void run_info(const InfoOptions& options) {
-    const DeviceQuery query = query_devices();
+    DeviceQuery query = query_devices();
+    if (!options.device.empty()) {
+        // A missing index is an error even here: a script asking about device 7 must not read "no device".
+        query.devices = requested_devices(parse_device_request(options.device), query, std::getenv("CUDA_VISIBLE_DEVICES"));
+    }
 #if defined(KLAB_HAVE_NPP)
     const bool npp = true;
 #else
@@ -53,7 +64,8 @@ void run_info(const InfoOptions& options) {
         return;
     }
     for (const auto& d : query.devices) {
-        fmt::print("device {}: {} (compute capability {}.{})\n", d.index, d.name, d.cc_major, d.cc_minor);
+        fmt::print("device {}: {} (compute capability {}.{}; slug {})\n", d.index, d.name, d.cc_major, d.cc_minor,
+                   autotune::gpu_slug(d.name));
         fmt::print("  SMs {}, max threads/SM {}, registers/SM {}, shared memory/block (opt-in) {} KiB\n", d.sm_count,
                    d.max_threads_per_sm, d.registers_per_sm, d.shared_memory_per_block_optin / 1024);
         fmt::print("  global memory {:.1f} GiB, L2 {:.1f} MiB, memory bus {} bits\n",
@@ -71,6 +83,9 @@ void add_info_command(CLI::App& app) {
     auto options = std::make_shared<InfoOptions>();
     CLI::App* cmd = app.add_subcommand("info", "Show the CUDA devices and their properties, and how klab was built");
     cmd->add_flag("--json", options->json, "Print JSON instead of text");
+    cmd->add_option("--device", options->device,
+                    "Only this CUDA device (an index as listed here; CUDA_VISIBLE_DEVICES decides which are listed), or all "
+                    "(the default)");
     cmd->callback([options] { run_info(*options); });
 }
 

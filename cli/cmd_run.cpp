@@ -1,14 +1,18 @@
 // klab run: the main job. On a GPU machine it tunes the study's convolution classes that have no
 // record of this GPU yet (klab tune --missing-only), runs klab-bench's study (bench/) with
 // repetitions, and writes results/<gpu-slug>/bench.json and its report. Without a GPU it says so
-// and benchmarks the CPU reference into results/no-gpu/ instead.
+// and benchmarks the CPU reference into results/no-gpu/ instead. --device N runs on that GPU;
+// --device all starts one klab run per GPU model at once (cli/device_fanout.hpp), each into its own
+// results/<gpu-slug>/ (or <out>/<gpu-slug>/ with --out).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "autotune/tuning_cache.hpp"
@@ -17,7 +21,9 @@
 #include "bench/report.hpp"
 #include "bench/study.hpp"
 #include "cli/commands.hpp"
+#include "cli/device_fanout.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 
 namespace klab::cli {
@@ -34,6 +40,7 @@ struct RunOptions {
     std::string filter;
     bool tune = true;
     bool report = true;
+    std::string device;  // --device N or all; empty: the current device
 };
 
 // Runs klab-bench's main in this process with `args`; returns its exit code.
@@ -45,24 +52,58 @@ int run_bench(std::vector<std::string> args) {
     return bench::bench_main(static_cast<int>(args.size()), argv.data());
 }
 
-void run_study(const RunOptions& o) {
-    const auto started = std::chrono::steady_clock::now();
-    const bench::Study study = bench::parse_study(o.study);
-    const DeviceQuery query = query_devices();
-    const bool gpu = !query.devices.empty();
-    fs::path out = o.out;
-    // results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
-    // (and the CI gate would see its rows as removed).
-    if (out.empty() && (study != bench::Study::full || !o.filter.empty())) {
+// results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
+// (and the CI gate would see its rows as removed).
+void check_out_option(const RunOptions& o) {
+    if (o.out.empty() && (bench::parse_study(o.study) != bench::Study::full || !o.filter.empty())) {
         throw Error(fmt::format("klab run {}without --out: results/<gpu>/bench.json holds the full study only",
                                 !o.filter.empty() ? "--filter " : fmt::format("--study {} ", o.study)),
                     "--out DIR for a shorter or filtered run, e.g. --out build/klab-run");
     }
+}
+
+// --device all: one klab run per GPU model, at once, each started with this command line and
+// --device N (and --out <out>/<slug> when --out is given). A second GPU of a model stays idle.
+void run_every_device(const RunOptions& o) {
+    require_timing_build("run");
+    check_out_option(o);
+    const StudyPlan plan =
+        plan_studies(requested_devices(parse_device_request("all"), query_devices(), std::getenv("CUDA_VISIBLE_DEVICES")));
+    fmt::print("klab run --device all: {} stud{} at once, one process per GPU model\n", plan.studies.size(),
+               plan.studies.size() == 1 ? "y" : "ies");
+    std::vector<DeviceJob> jobs;
+    for (const DeviceShare& share : plan.studies) {
+        DeviceJob job{share, {}, {}};
+        const fs::path out = o.out.empty() ? fs::path(o.results) / share.slug : fs::path(o.out) / share.slug;
+        if (!o.out.empty()) job.options.emplace_back("--out", out.string());
+        job.result = "results in " + out.string();
+        fmt::print("  gpu {} {}: the study into {}\n", share.device.index, share.device.name, out.string());
+        jobs.push_back(std::move(job));
+    }
+    for (const std::string& line : plan.idle) fmt::print("  {}\n", line);
+    const std::vector<std::string> failed = run_per_device(jobs, own_executable());
+    for (const std::string& line : plan.idle) fmt::print("{}\n", line);
+    if (!failed.empty()) {
+        throw Error(fmt::format("klab run --device all: {} of {} stud{} failed: {}", failed.size(), jobs.size(),
+                                jobs.size() == 1 ? "y" : "ies", fmt::join(failed, "; ")),
+                    "every GPU's study succeeding (its lines are above, prefixed with its label)");
+    }
+}
+
+void run_study(const RunOptions& o) {
+    const auto started = std::chrono::steady_clock::now();
+    const bench::Study study = bench::parse_study(o.study);
+    const DeviceRequest device = o.device.empty() ? DeviceRequest{} : parse_device_request(o.device);
+    if (device.all) return run_every_device(o);
+    check_out_option(o);
+    const DeviceQuery query = query_devices();
+    const bool gpu = device.given || !query.devices.empty();  // --device N without that device is an error
+    fs::path out = o.out;
     if (gpu) {
+        const DeviceInfo d = select_one_device(device, "klab run");  // a missing device first, in any build
         require_timing_build("run");
-        const DeviceInfo& d = query.devices.front();
-        fmt::print("GPU: {} (compute capability {}.{}, {} SMs); {} study, {} repetitions\n", d.name, d.cc_major, d.cc_minor,
-                   d.sm_count, bench::to_string(study), o.repetitions);
+        fmt::print("GPU: {} (device {}, compute capability {}.{}, {} SMs); {} study, {} repetitions\n", d.name, d.index,
+                   d.cc_major, d.cc_minor, d.sm_count, bench::to_string(study), o.repetitions);
         if (out.empty()) out = fs::path(o.results) / autotune::current_gpu_identity().slug();
     } else {
         fmt::print("No GPU found ({}): only the CPU reference is benchmarked here, into {}.\n", query.no_device_reason,
@@ -156,6 +197,9 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--filter", o->filter, "Only the benchmarks whose names match this regex (Google Benchmark's filter)");
     cmd->add_flag("!--no-tune", o->tune, "Do not tune missing classes first (their rows use the default shape)");
     cmd->add_flag("!--no-report", o->report, "Do not write report.md and the plots");
+    cmd->add_option("--device", o->device,
+                    "The CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: one study "
+                    "per GPU model at once, one process each (a second GPU of one model stays idle: docs/multi-gpu.md)");
     cmd->callback([o] { run_study(*o); });
 }
 

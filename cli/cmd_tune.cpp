@@ -1,9 +1,14 @@
-// klab tune: the autotuner's front end (autotune/). On a GPU it tunes every convolution variant
-// on the chosen problem classes and merges the winners into results/<gpu-slug>/autotune.json;
-// --dry-run shows the search space without measuring; --plan-for shows the space on a GPU model
-// we do not have, from the registers and shared memory recorded by earlier tunes (no GPU needed).
+// klab tune: the autotuner's front end (autotune/). On a GPU it tunes every variant (convolution,
+// Sobel, integral image) on the chosen problem classes of its operation and merges the winners
+// into results/<gpu-slug>/autotune.json; --dry-run shows the search space without measuring;
+// --plan-for shows the space on a GPU model we do not have, from the registers and shared memory
+// recorded by earlier tunes (no GPU needed).
+// --device N tunes that GPU; --device all starts one klab tune per GPU (cli/device_fanout.hpp), the
+// GPUs of one model sharing its classes (--class-share K/N, set by --device all).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <cstdio>
 #include <memory>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "autotune/gpu_model.hpp"
@@ -20,7 +26,9 @@
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
 #include "cli/commands.hpp"
+#include "cli/device_fanout.hpp"
 #include "harness/device_info.hpp"
+#include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/synth.hpp"
@@ -33,7 +41,8 @@ namespace {
 using namespace klab::autotune;
 
 struct TuneCliOptions {
-    std::vector<std::string> variants;  // empty: every convolution variant
+    std::vector<std::string> variants;  // empty: every variant of the chosen operations
+    std::vector<std::string> ops;       // empty: every operation, or the named variants' operations
     std::vector<std::string> sizes = {"HD", "8K"};
     std::vector<int> mask_sizes = {3, 9};
     std::vector<int> channels = {3};
@@ -46,7 +55,10 @@ struct TuneCliOptions {
     std::string plan_for;  // a GPU model name: the offline plan
     bool verbose = false;
     bool missing_only = false;  // skip classes this GPU already has a current record of
-    std::vector<ProblemClass> classes;  // when set (klab run): these classes instead of the product above
+    std::vector<ProblemClass> classes;  // when set (klab run, --class): these classes instead of the product above
+    std::vector<std::string> class_texts;  // --class
+    std::string device;       // --device N or all; empty: the current device
+    std::string class_share;  // "K/N": only classes K, K+N, K+2N, ... of the list (numbered from 1)
 };
 
 struct Job {
@@ -54,42 +66,80 @@ struct Job {
     ProblemClass problem_class;
 };
 
-std::vector<const Variant*> chosen_variants(const TuneCliOptions& o) {
-    if (o.variants.empty()) return Registry::instance().for_op(Operation::convolve);
+Operation operation_named(const std::string& name) {
+    if (name == "convolve") return Operation::convolve;
+    if (name == "sobel") return Operation::sobel;
+    if (name == "integral") return Operation::integral;
+    throw Error(fmt::format("--op {}", name), "convolve, sobel or integral");
+}
+
+// The variants of `op` to tune: every registered one, or those --variant names.
+std::vector<const Variant*> chosen_variants(const TuneCliOptions& o, Operation op) {
+    if (o.variants.empty()) return Registry::instance().for_op(op);
     std::vector<const Variant*> out;
     for (const std::string& name : o.variants) {
         const Variant& v = Registry::instance().get(name);  // its error lists the names
-        if (v.op() != Operation::convolve) {
-            throw Error(fmt::format("--variant {}: the tuner tunes convolution variants; {} computes {}", name, name,
-                                    to_string(v.op())),
-                        "a convolution variant (`klab list`)");
-        }
-        out.push_back(&v);
+        if (v.op() == op) out.push_back(&v);
     }
     return out;
+}
+
+// The operations whose classes the product of --size, --mask-size, --channels and --layout makes:
+// --op, else the named variants' operations, else all three.
+std::vector<Operation> chosen_operations(const TuneCliOptions& o) {
+    std::vector<Operation> ops;
+    const auto add = [&](Operation op) {
+        if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    };
+    for (const std::string& name : o.ops) add(operation_named(name));
+    if (ops.empty()) {
+        for (const std::string& name : o.variants) add(Registry::instance().get(name).op());
+    }
+    if (ops.empty()) ops = {Operation::convolve, Operation::sobel, Operation::integral};
+    return ops;
 }
 
 // Classes in size order, the variants of a class one after another (the tuner keeps the
 // class's image and reference between them). Unsupported pairs are listed and skipped.
 std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skipped) {
     std::vector<ProblemClass> classes = o.classes;
+    const std::vector<Operation> ops = chosen_operations(o);
     for (const std::string& size : o.classes.empty() ? o.sizes : std::vector<std::string>{}) {
         const synth::Resolution r = synth::parse_resolution(size);
         if (r.name.find('x') != std::string::npos) {
             throw Error(fmt::format("--size {}: the tuner tunes resolution buckets", size), "480p, 720p, HD, 4K or 8K");
         }
-        for (int k : o.mask_sizes) {
+        for (Operation op : ops) {
             for (int c : o.channels) {
                 for (const std::string& layout : o.layouts) {
-                    classes.push_back(parse_problem_class(fmt::format("{}/{}x{}/c{}/{}", r.name, k, k, c, layout)));
+                    if (op == Operation::convolve) {
+                        for (int k : o.mask_sizes) {
+                            classes.push_back(parse_problem_class(fmt::format("{}/{}x{}/c{}/{}", r.name, k, k, c, layout)));
+                        }
+                    } else {
+                        // The bucket's own image decides an integral class's sums (u64 at 8K).
+                        Problem p;
+                        p.op = op;
+                        p.shape = ImageShape{r.width, r.height, c, parse_layout(layout)};
+                        classes.push_back(problem_class(p));
+                    }
                 }
             }
         }
     }
+    // The share is taken from the whole list, before --missing-only looks at the cache: processes
+    // sharing the list each see the same numbering, whatever the others have stored meanwhile.
+    if (!o.class_share.empty()) {
+        const auto [share, shares] = parse_class_share(o.class_share);
+        std::vector<ProblemClass> mine;
+        for (std::size_t i = 0; i < classes.size(); ++i) {
+            if (static_cast<int>(i % static_cast<std::size_t>(shares)) == share - 1) mine.push_back(classes[i]);
+        }
+        classes = std::move(mine);
+    }
     std::vector<Job> jobs;
-    const std::vector<const Variant*> variants = chosen_variants(o);
     for (const ProblemClass& c : classes) {
-        for (const Variant* v : variants) {
+        for (const Variant* v : chosen_variants(o, c.op)) {
             const Problem problem = representative_problem(c, *v);
             if (const Support s = v->supports(problem); !s) {
                 skipped.push_back(fmt::format("{} {}: {}", v->name(), to_string(c), s.reason()));
@@ -208,16 +258,56 @@ void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const G
                jobs.size());
 }
 
+// --device all: one klab tune per GPU, started with this command line and --device N; the GPUs of
+// one model share its classes (a record of one is a record of the other) and its cache file.
+void tune_every_device(const TuneCliOptions& o) {
+    if (!o.class_share.empty()) {
+        throw Error(fmt::format("--class-share {} with --device all: --device all shares the classes out itself", o.class_share),
+                    "one of them");
+    }
+    const std::vector<DeviceInfo> devices =
+        requested_devices(parse_device_request("all"), query_devices(), std::getenv("CUDA_VISIBLE_DEVICES"));
+    const std::vector<DeviceShare> plan = plan_tuning(devices);
+    fmt::print("klab tune --device all: {} process(es), one per GPU, at once\n", plan.size());
+    std::vector<DeviceJob> jobs;
+    for (const DeviceShare& share : plan) {
+        DeviceJob job{share, {}, fmt::format("records in {}", (std::filesystem::path(o.results) / share.slug / "autotune.json").string())};
+        if (share.shares > 1) job.options.emplace_back("--class-share", fmt::format("{}/{}", share.share, share.shares));
+        fmt::print("  gpu {} {}: {}\n", share.device.index, share.device.name,
+                   share.shares == 1 ? std::string("every class")
+                                     : fmt::format("classes {} of every {} of the list (--class-share {}/{}; {} GPUs of this "
+                                                   "model share them and one cache)",
+                                                   share.share, share.shares, share.share, share.shares, share.shares));
+        jobs.push_back(std::move(job));
+    }
+    const std::vector<std::string> failed = run_per_device(jobs, own_executable());
+    if (!failed.empty()) {
+        throw Error(fmt::format("klab tune --device all: {} of {} process(es) failed: {}", failed.size(), jobs.size(),
+                                fmt::join(failed, "; ")),
+                    "every GPU's tune succeeding (its lines are above, prefixed with its label)");
+    }
+}
+
 void run_tune(const TuneCliOptions& o) {
     check_mask_sizes(o.mask_sizes);
-    if (!o.plan_for.empty()) return run_plan(o);
-    require_timing_build("tune");
-    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
+    if (!o.plan_for.empty()) {
+        if (!o.device.empty()) {
+            throw Error(fmt::format("--device {} with --plan-for {}: the plan uses a GPU model, no device", o.device, o.plan_for),
+                        "--plan-for MODEL without --device");
+        }
+        return run_plan(o);
+    }
+    const DeviceRequest request = o.device.empty() ? DeviceRequest{} : parse_device_request(o.device);
+    if (!o.class_share.empty()) (void)parse_class_share(o.class_share);  // a bad share is refused before any device work
     const DeviceQuery devices = query_devices();
     if (devices.devices.empty()) {
-        throw Error(fmt::format("klab tune: {}", devices.no_device_reason),
+        throw Error(fmt::format("klab tune{}: {}", o.device.empty() ? "" : " --device " + o.device, devices.no_device_reason),
                     "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
     }
+    if (!request.all) (void)select_one_device(request, "klab tune");  // a missing device first, in any build
+    require_timing_build("tune");
+    if (!(o.budget_seconds >= 0.0)) throw Error(fmt::format("--budget-s {}", o.budget_seconds), "a time in seconds >= 0");
+    if (request.all) return tune_every_device(o);
     std::vector<std::string> skipped;
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
@@ -243,9 +333,10 @@ void run_tune(const TuneCliOptions& o) {
     options.timing.budget_seconds = o.budget_seconds;
     options.timing.min_samples = o.min_samples;
     const std::filesystem::path file = cache_file(o.results, gpu);
-    fmt::print("tuning {} job(s) on {}; minimum occupancy {} (candidates at 50% or more are measured too, for the cost "
+    fmt::print("tuning {} job(s) on {}{}; minimum occupancy {} (candidates at 50% or more are measured too, for the cost "
                "of the rule); {} s and at least {} samples per candidate, L2 flushed; results into {}\n",
-               jobs.size(), gpu.key(), percent_text(o.min_occupancy), o.budget_seconds, o.min_samples, file.string());
+               jobs.size(), gpu.key(), o.class_share.empty() ? "" : " (--class-share " + o.class_share + " of the classes)",
+               percent_text(o.min_occupancy), o.budget_seconds, o.min_samples, file.string());
     std::fflush(stdout);
 
     Tuner tuner(options);
@@ -308,10 +399,16 @@ void run_tune(const TuneCliOptions& o) {
 void add_tune_command(CLI::App& app) {
     auto o = std::make_shared<TuneCliOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "tune", "Find each convolution variant's fastest verified block shape on this GPU and cache it per GPU model");
-    cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every convolution variant)");
+        "tune", "Find each variant's fastest verified block shape on this GPU and cache it per GPU model");
+    cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every variant of the operations)");
+    cmd->add_option("--op", o->ops, "Operation(s) whose classes to tune: convolve, sobel, integral (default: all, or the "
+                                    "--variant ones' operations)")
+        ->check(CLI::IsMember({"convolve", "sobel", "integral"}));
     cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
-    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31")
+    cmd->add_option("--class", o->class_texts,
+                    "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
+                    "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
+    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
         ->check(CLI::Range(1, 31))
         ->capture_default_str();
     cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(CLI::IsMember({1, 3, 4}))->capture_default_str();
@@ -333,7 +430,15 @@ void add_tune_command(CLI::App& app) {
     cmd->add_flag("--verbose", o->verbose, "With --dry-run or --plan-for: list the excluded shapes and why");
     cmd->add_flag("--missing-only", o->missing_only,
                   "Tune only the classes without a record of this GPU and of the variant's current source");
-    cmd->callback([o] { run_tune(*o); });
+    cmd->add_option("--device", o->device,
+                    "The CUDA device to tune (an index as `klab info` lists them; default: the first CUDA shows), or all: one "
+                    "klab tune per GPU at once, the GPUs of one model sharing its classes and its cache");
+    // Set by --device all on each process it starts; not for the command line (hence no group).
+    cmd->add_option("--class-share", o->class_share, "K/N: tune only classes K, K+N, K+2N, ... of the list")->group("");
+    cmd->callback([o] {
+        for (const std::string& text : o->class_texts) o->classes.push_back(parse_problem_class(text));
+        run_tune(*o);
+    });
 }
 
 void require_timing_build(const std::string& command) {

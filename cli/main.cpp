@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/device_fanout.hpp"
 #include "harness/error.hpp"
 #include "harness/interrupt.hpp"
 
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
     klab::install_interrupt_handlers();
     CLI::App app{"klab: a lab for image-filter CUDA kernels (verify, tune, benchmark, apply)"};
     app.require_subcommand(1);
+    klab::cli::set_command_line(argc, argv);  // `--device all` starts klab again with it
     app.set_version_flag("--version", "klab 0.1.0");
     klab::cli::add_info_command(app);
     klab::cli::add_list_command(app);

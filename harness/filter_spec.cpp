@@ -1,6 +1,7 @@
 #include "harness/filter_spec.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <vector>
 
 #include <fmt/format.h>
@@ -10,8 +11,8 @@
 namespace klab {
 
 const char* const kFilterSpecHelp =
-    "box:K, gaussian:K[:SIGMA], sharpen, laplacian, emboss, unsharp:K[:SIGMA[:AMOUNT]], sobel, integral, "
-    "mask:FILE (K odd, 1..31)";
+    "box:K, gaussian:K[:SIGMA], sharpen, laplacian, emboss, unsharp:K[:SIGMA[:AMOUNT]], random:K[:SEED], sobel, "
+    "integral, mask:FILE (K odd, 1..31)";
 
 const char* to_string(Operation operation) {
     switch (operation) {
@@ -74,6 +75,9 @@ FilterSpec parse_filter_spec(std::string_view spec) {
     } else if (name == "unsharp") {
         require_arguments(1, 3);
         result.mask = masks::unsharp(side(), real(2, 0.0), real(3, 1.0));
+    } else if (name == "random") {
+        require_arguments(1, 2);
+        result.mask = masks::random(side(), arguments == 2 ? parse_number<std::uint32_t>(parts[2], spec, "seed") : 1u);
     } else if (name == "sobel" || name == "integral") {
         require_arguments(0, 0);
         result.operation = name == "sobel" ? Operation::sobel : Operation::integral;

@@ -91,6 +91,28 @@ Mask emboss() { return Mask(3, 3, {-2, -1, 0, -1, 1, 1, 0, 1, 2}, "emboss"); }
 Mask sobel_x() { return Mask(3, 3, {-1, 0, 1, -2, 0, 2, -1, 0, 1}, "sobel_x"); }
 Mask sobel_y() { return Mask(3, 3, {-1, -2, -1, 0, 0, 0, 1, 2, 1}, "sobel_y"); }
 
+Mask random(int k, std::uint32_t seed) {
+    if (k < 1 || k > Mask::kMaxSide || k % 2 == 0) {
+        throw Error(fmt::format("random mask side {}", k), "an odd side from 1 to 31");
+    }
+    // SplitMix64: portable, unlike the standard library's distributions.
+    std::uint64_t state = seed;
+    const auto next_unit = [&state] {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        return static_cast<double>(z >> 11) / 9007199254740992.0;  // [0, 1), 53 bits
+    };
+    std::vector<double> values(static_cast<std::size_t>(k) * k);
+    double sum = 0.0;
+    for (double& v : values) sum += (v = 2.0 * next_unit() - 0.75);
+    std::vector<float> c;
+    c.reserve(values.size());
+    for (double v : values) c.push_back(static_cast<float>(v / sum));
+    return Mask(k, k, std::move(c), seed == 1 ? fmt::format("random{}", k) : fmt::format("random{}_s{}", k, seed));
+}
+
 Mask unsharp(int k, double sigma, double amount) {
     if (!std::isfinite(amount) || amount < 0.0) {
         throw Error(fmt::format("unsharp amount {} is not supported", amount), "a finite amount >= 0");

@@ -1,6 +1,7 @@
 #pragma once
 // Convolution masks: odd width and height from 1 to 31, float coefficients, applied unflipped
 // (correlation, like OpenCV filter2D): out(x,y) = sum over (i,j) of at(i,j) * in(x+i-rx, y+j-ry).
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ Mask emboss();                                    // [-2 -1 0; -1 1 1; 0 1 2]
 Mask unsharp(int k, double sigma, double amount); // (1 + amount) * identity - amount * gaussian
 Mask sobel_x();                                   // [-1 0 1; -2 0 2; -1 0 1]: positive where it brightens rightwards
 Mask sobel_y();                                   // sobel_x transposed: positive where it brightens downwards
+// k x k coefficients drawn from a fixed generator (the same on every machine and compiler), in
+// [-0.75, 1.25] before scaling to sum 1: a general mask, not separable, with negative taps.
+// Named "random<k>" (seed 1) or "random<k>_s<seed>".
+Mask random(int k, std::uint32_t seed = 1);
 }  // namespace masks
 
 // Parses a user mask. The text holds rows of numbers separated by spaces, tabs or commas; '#'

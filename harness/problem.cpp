@@ -15,6 +15,19 @@ Problem convolve_problem(ImageShape shape, Mask mask, Border border) {
     return problem;
 }
 
+Problem make_problem(const FilterSpec& spec, const ImageShape& shape, Border border) {
+    Problem problem;
+    if (spec.operation == Operation::convolve) {
+        problem = convolve_problem(shape, *spec.mask, border);
+    } else {
+        problem.op = spec.operation;
+        problem.shape = shape;
+        problem.border = border;
+    }
+    validate(problem);
+    return problem;
+}
+
 void validate(const Problem& problem) {
     validate_shape(problem.shape);
     if (problem.op == Operation::convolve && !problem.mask) {

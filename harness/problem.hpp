@@ -22,6 +22,10 @@ struct Problem {
 
 Problem convolve_problem(ImageShape shape, Mask mask, Border border);
 
+// The problem `spec` poses for an input of `shape` with `border`: a convolution with the spec's
+// mask, or Sobel or integral; validated (throws klab::Error as validate() does).
+Problem make_problem(const FilterSpec& spec, const ImageShape& shape, Border border);
+
 // Throws klab::Error when the problem cannot be computed by any variant: an invalid shape
 // (empty, too large, 2 or 5 channels), a convolution without a mask, a mask on another op.
 // Masks validate their own sides (odd, 1..31) when they are built.

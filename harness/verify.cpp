@@ -92,4 +92,28 @@ template Verification verify_exact(const HostImage<std::uint8_t>&, const HostIma
 template Verification verify_exact(const HostImage<std::uint32_t>&, const HostImage<std::uint32_t>&);
 template Verification verify_exact(const HostImage<std::uint64_t>&, const HostImage<std::uint64_t>&);
 
+Verification verify_result(const Problem& problem, const ImageU8& input, const ImageU8& actual, double coefficient_error,
+                           int threads, const reference::Progress& progress) {
+    switch (problem.op) {
+        case Operation::convolve: {
+            const ImageU8 expected = reference::convolve(input, *problem.mask, problem.border, threads, progress);
+            return verify_convolution(input, *problem.mask, problem.border, expected, actual, coefficient_error);
+        }
+        case Operation::sobel: return verify_exact(reference::sobel(input, problem.border, threads), actual);
+        case Operation::integral: break;
+    }
+    throw Error(fmt::format("a u8 result verified for {}", to_string(problem)), "convolve or sobel (integral results are u32 or u64)");
+}
+
+template <class T>
+Verification verify_result(const Problem& problem, const ImageU8& input, const HostImage<T>& actual, int threads) {
+    if (problem.op != Operation::integral) {
+        throw Error(fmt::format("a {}-byte integer result verified for {}", sizeof(T), to_string(problem)), "integral");
+    }
+    return verify_exact(reference::integral<T>(input, threads), actual);
+}
+
+template Verification verify_result(const Problem&, const ImageU8&, const HostImage<std::uint32_t>&, int);
+template Verification verify_result(const Problem&, const ImageU8&, const HostImage<std::uint64_t>&, int);
+
 }  // namespace klab

@@ -25,6 +25,8 @@
 #include "harness/border.hpp"
 #include "harness/image.hpp"
 #include "harness/mask.hpp"
+#include "harness/problem.hpp"
+#include "harness/reference/reference.hpp"
 
 namespace klab {
 
@@ -62,6 +64,17 @@ Verification verify_convolution(const ImageU8& input, const Mask& mask, Border b
 // Element-for-element equality; T is std::uint8_t, std::uint32_t or std::uint64_t.
 template <class T>
 Verification verify_exact(const HostImage<T>& reference, const HostImage<T>& actual);
+
+// The CPU reference's verdict on `actual`, a variant's result for `problem` on `input` (an image of
+// the problem's size and channels, any layout; `actual` in the layout the reference writes for it):
+// a convolution by verify_convolution() with `coefficient_error` (Variant::coefficient_error()),
+// Sobel exactly. `threads` and `progress` are the reference's. Throws klab::Error for an integral
+// problem (its result is no u8 image: the overload below).
+Verification verify_result(const Problem& problem, const ImageU8& input, const ImageU8& actual, double coefficient_error,
+                           int threads = 1, const reference::Progress& progress = {});
+// An integral problem's result (T is std::uint32_t or std::uint64_t), exactly.
+template <class T>
+Verification verify_result(const Problem& problem, const ImageU8& input, const HostImage<T>& actual, int threads = 1);
 
 // Every stored byte of `image` inverted: what an output buffer starts as before a verified run,
 // so that an element the variant never writes differs from the reference it is compared with.

@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libpng-dev libjpeg-dev libcli11-dev nlohmann-json3-dev
+  python3-dev python3-venv  # the Python package: pip install . (docs/library.md)
   "$@"
 )
 

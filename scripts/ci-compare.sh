@@ -3,6 +3,9 @@
 # revision and HEAD, `klab compare` of the base's version against HEAD's, table printed.
 # Usage: bash scripts/ci-compare.sh [KLAB]   (KLAB: the klab binary, default $KLAB or build/ci/klab)
 # Base: $KLAB_COMPARE_BASE, default HEAD~1 (the previous commit).
+# HEAD's results/<gpu-slug>/noise.json, where there is one, is the GPU model's learned run-to-run
+# noise (`klab compare --learn-noise`): passed as --noise. With $KLAB_COMPARE_MARKDOWN set to a
+# file, each comparison's Markdown (`klab compare --format md`, for a pull request) is appended to it.
 # Exit 0 when nothing regressed, 1 when a comparison found a regression or could not be made.
 # A deliberate, explained regression is accepted with the trailer `klab-compare: accept` in
 # HEAD's commit message (the last paragraph, as `git interpret-trailers` reads it): the tables
@@ -53,8 +56,18 @@ for file in "${changed[@]}"; do
   git show "${base}:${file}" >"$tmp/$slug.base.json"
   git show "HEAD:${file}" >"$tmp/$slug.head.json"
   compared=$((compared + 1))
+  noise=()
+  if git cat-file -e "HEAD:results/$slug/noise.json" 2>/dev/null; then
+    git show "HEAD:results/$slug/noise.json" >"$tmp/$slug.noise.json"
+    noise=(--noise "$tmp/$slug.noise.json")
+    echo "ci-compare: noise file results/$slug/noise.json (HEAD's)"
+  fi
   rc=0
-  "$klab" compare "$tmp/$slug.base.json" "$tmp/$slug.head.json" || rc=$?
+  "$klab" compare "${noise[@]}" "$tmp/$slug.base.json" "$tmp/$slug.head.json" || rc=$?
+  if [[ -n ${KLAB_COMPARE_MARKDOWN:-} ]]; then
+    { echo "### $file"; echo; "$klab" compare --format md "${noise[@]}" "$tmp/$slug.base.json" "$tmp/$slug.head.json" || true; echo; } \
+      >>"$KLAB_COMPARE_MARKDOWN"
+  fi
   case $rc in
     0) ;;
     1) failed+=("$file: regression") ;;

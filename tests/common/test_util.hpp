@@ -4,7 +4,10 @@
 
 #include <cctype>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,6 +68,12 @@ inline ImageU8 random_image(ImageShape shape, std::uint32_t seed, std::size_t pi
         for (int x = 0; x < shape.width; ++x)
             for (int c = 0; c < shape.channels; ++c) image.at(x, y, c) = static_cast<std::uint8_t>(rng() >> 24);
     return image;
+}
+
+// A file's bytes ("" when it cannot be read): outputs compared byte for byte.
+inline std::string file_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace klab::test

@@ -339,6 +339,57 @@ TEST(ProblemClasses, TextRoundTripsAndBucketsAreNearestByPixels) {
     EXPECT_EQ(representative_problem(parse_problem_class("480p/1x7/c1/aos")).mask->height(), 7);
 }
 
+Problem op_problem(Operation op, ImageShape shape) {
+    Problem p;
+    p.op = op;
+    p.shape = shape;
+    p.border = Border{BorderMode::replicate, 0};
+    return p;
+}
+
+TEST(ProblemClasses, SobelAndIntegralClassesRoundTripBesideTheConvolutionForm) {
+    for (const char* text : {"sobel/8K/c1/aos", "sobel/HD/c3/soa", "integral/8K/c1/aos/u64", "integral/8K/c1/aos/u32",
+                             "integral/4K/c3/aos/u32", "integral/480p/c4/soa/u32", "HD/3x3/c3/aos"}) {
+        EXPECT_EQ(to_string(parse_problem_class(text)), text);
+    }
+    const ProblemClass sobel = parse_problem_class("sobel/8K/c3/aos");
+    EXPECT_EQ(sobel.op, Operation::sobel);
+    EXPECT_EQ(sobel.mask_width, 0);
+    EXPECT_FALSE(sobel == parse_problem_class("8K/3x3/c3/aos"));
+    EXPECT_FALSE(parse_problem_class("integral/8K/c1/aos/u32") == parse_problem_class("integral/8K/c1/aos/u64"));
+    // Malformed, or a u64 class below 8K (every smaller bucket's sums fit u32).
+    for (const char* bad : {"sobel/8K/c1", "sobel/8K/3x3/c1/aos", "sobel/8K/c2/aos", "integral/8K/c1/aos", "integral/8K/c1/aos/u16",
+                            "integral/HD/c1/aos/u64", "integral/4K/c1/aos/u64", "median/8K/c1/aos", "sobel/9K/c1/aos"}) {
+        test::expect_error([&] { parse_problem_class(bad); }, "sobel/RESOLUTION/cC/LAYOUT");
+    }
+}
+
+TEST(ProblemClasses, SobelAndIntegralProblemsFallIntoTheirClasses) {
+    EXPECT_EQ(to_string(problem_class(op_problem(Operation::sobel, {7680, 4320, 1, Layout::aos}))), "sobel/8K/c1/aos");
+    EXPECT_EQ(to_string(problem_class(op_problem(Operation::sobel, {2000, 1000, 3, Layout::soa}))), "sobel/HD/c3/soa");
+    EXPECT_EQ(to_string(problem_class(op_problem(Operation::integral, {7680, 4320, 3, Layout::aos}))), "integral/8K/c3/aos/u64");
+    EXPECT_EQ(to_string(problem_class(op_problem(Operation::integral, {3840, 2160, 1, Layout::aos}))), "integral/4K/c1/aos/u32");
+    // 4096x4096 is nearer 8K than 4K by pixel count, and its sums still fit u32.
+    EXPECT_EQ(to_string(problem_class(op_problem(Operation::integral, {4096, 4096, 1, Layout::aos}))), "integral/8K/c1/aos/u32");
+}
+
+TEST(ProblemClasses, SobelAndIntegralClassesAreMeasuredOnTheirBucketsImage) {
+    const Problem sobel = representative_problem(parse_problem_class("sobel/HD/c3/soa"));
+    EXPECT_EQ(sobel.op, Operation::sobel);
+    EXPECT_EQ(sobel.shape, (ImageShape{1920, 1080, 3, Layout::soa}));
+    EXPECT_FALSE(sobel.mask);
+    EXPECT_EQ(sobel.border.mode, BorderMode::replicate);
+    const Problem wide = representative_problem(parse_problem_class("integral/8K/c1/aos/u64"));
+    EXPECT_EQ(wide.shape, (ImageShape{7680, 4320, 1, Layout::aos}));
+    // The 8K bucket's u32 class: the largest square whose sums fit u32, itself in the 8K bucket.
+    const Problem narrow = representative_problem(parse_problem_class("integral/8K/c1/aos/u32"));
+    EXPECT_EQ(narrow.shape, (ImageShape{4096, 4096, 1, Layout::aos}));
+    EXPECT_EQ(to_string(problem_class(narrow)), "integral/8K/c1/aos/u32");
+    for (const char* text : {"integral/480p/c3/aos/u32", "integral/4K/c1/soa/u32", "sobel/8K/c4/aos"}) {
+        EXPECT_EQ(to_string(problem_class(representative_problem(parse_problem_class(text)))), text);
+    }
+}
+
 class BoxOnlyVariant : public SpaceVariant {
 public:
     Support supports(const Problem& p) const override {
@@ -455,6 +506,22 @@ TEST_F(Cache, RoundTripsEveryField) {
         const std::string name = entry.path().filename().string();
         EXPECT_TRUE(name == "autotune.json" || name == "autotune.json.lock") << name;
     }
+}
+
+// A cache holding the first form of class ("HD/3x3/c3/aos") and the Sobel and integral forms reads
+// back whole: the format version did not change, so caches written before these classes stay valid.
+TEST_F(Cache, KeepsConvolutionSobelAndIntegralRecordsTogether) {
+    std::vector<std::string> warnings;
+    store(dir, {record(h200(), "conv.global", "HD/3x3/c3/aos", 64, 4), record(h200(), "sobel.fused", "sobel/8K/c1/aos", 32, 8),
+                record(h200(), "integral.scan", "integral/8K/c1/aos/u64", 32, 4)},
+          warnings);
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_NE(read(h200_file()).find("\"version\": 1"), std::string::npos);
+    const TuningCache cache = TuningCache::load_directory(dir, warnings);
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    ASSERT_EQ(cache.records().size(), 3u);
+    EXPECT_EQ(to_string(cache.records()[1].problem_class), "sobel/8K/c1/aos");
+    EXPECT_EQ(to_string(cache.records()[2].problem_class), "integral/8K/c1/aos/u64");
 }
 
 TEST_F(Cache, MergesReplacingOnlyTheSameGpuVariantAndClass) {
@@ -627,6 +694,32 @@ TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
     EXPECT_NE(l.explanation.find("minimum occupancy 100%"), std::string::npos) << l.explanation;
     // The stale record of this class is named, and only it.
     EXPECT_NE(l.explanation.find("1 record(s) of this class were tuned with another source"), std::string::npos) << l.explanation;
+}
+
+class SobelLookupVariant : public SpaceVariant {
+public:
+    std::string name() const override { return "sobel.test"; }
+    Operation op() const override { return Operation::sobel; }
+    Support supports(const Problem&) const override { return Support::yes(); }
+};
+
+// Sobel and integral records go through the same ladder as convolutions', beside them in one cache,
+// and a record of one operation is never taken for another's problem.
+TEST(Lookup, SobelAndIntegralRecordsFollowTheSameLadder) {
+    TuningCache cache;
+    cache.merge(record(h200(), "sobel.test", "sobel/8K/c1/aos", 128, 2));
+    cache.merge(record(h200(), "sobel.test", "sobel/HD/c3/aos", 64, 4));
+    cache.merge(record(h200(), "sobel.test", "HD/3x3/c1/aos", 16, 16));  // a convolution class of the same name: never used
+    const SobelLookupVariant v;
+    const auto check = [&](ImageShape shape, LookupLevel level, const std::string& expected) {
+        const Lookup l = lookup(cache, v, "hash", op_problem(Operation::sobel, shape), h200());
+        EXPECT_EQ(l.level, level) << l.explanation;
+        EXPECT_EQ(to_string(l.shape), expected) << l.explanation;
+    };
+    check({7680, 4320, 1, Layout::aos}, LookupLevel::exact, "128x2");
+    check({3840, 2160, 1, Layout::aos}, LookupLevel::nearest_size, "128x2");  // 4K: the gray records are 8K only
+    check({1920, 1080, 3, Layout::aos}, LookupLevel::exact, "64x4");
+    check({1920, 1080, 1, Layout::soa}, LookupLevel::variant_default, "32x8 outputs=1");  // no gray SoA record
 }
 
 // ---------------------------------------------------------------------------------------------

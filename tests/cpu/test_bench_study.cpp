@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/bench_json.hpp"
+#include "bench/fma_rate.hpp"
 #include "bench/study.hpp"
 #include "harness/error.hpp"
 
@@ -78,6 +79,20 @@ TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
                              "e2e.pipelined.strips12/8K/rgb.aos/gauss5/replicate"}) {
         EXPECT_TRUE(has(names, name)) << name;
     }
+    // Issue 16's rows: box filters of three sizes against NPP's box, the running-sums box and the
+    // register-window Sobel, the single-pass integral on 8K RGB, 4K gray (u32) and 8K gray (u64).
+    for (int k : {3, 9, 31}) {
+        for (const char* row : {"conv.box_running_sums", "conv.box_integral", "npp.box"}) {
+            EXPECT_TRUE(has(names, fmt::format("{}/8K/rgb.aos/box{}/replicate", row, k))) << row << " " << k;
+        }
+    }
+    for (const char* name : {"sobel.register_window/8K/gray/sobel/replicate", "sobel.register_window/8K/rgb.aos/sobel/replicate",
+                             "integral.lookback/8K/gray/integral/none", "integral.lookback/8K/rgb.aos/integral/none",
+                             "integral.scan/8K/rgb.aos/integral/none", "integral.lookback/4K/gray/integral/none",
+                             "npp.integral/4K/gray/integral/none", "integral.lookback/4096x4096/gray/integral/none"}) {
+        EXPECT_TRUE(has(names, name)) << name;
+    }
+    EXPECT_FALSE(has(names, "npp.integral/8K/rgb.aos/integral/none"));  // NPP's integral is gray only
     // The strip-count sweep is the full study's only.
     for (const std::string& name : names_of(gpu_study(Study::quick, true, nullptr))) {
         EXPECT_EQ(name.find(".strips"), std::string::npos) << name;
@@ -89,6 +104,41 @@ TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
     }
 }
 
+// Issue 14: the general masks at HD and 8K with NPP's arbitrary-mask filter, and once in SoA.
+TEST(BenchStudy, TheFullStudyHoldsGeneralMasksWithNppsArbitraryMaskFilter) {
+    const std::vector<std::string> names = names_of(gpu_study(Study::full, true, &two_shapes));
+    for (const char* size : {"HD", "8K"}) {
+        for (const char* filter : {"sharpen", "random9"}) {
+            for (const char* row : {"npp.filter32f", "conv.tile_fp32", "conv.register_window", "conv.register_window_async", "conv.global"}) {
+                EXPECT_TRUE(has(names, fmt::format("{}/{}/rgb.aos/{}/replicate", row, size, filter))) << row << " " << size << " " << filter;
+            }
+            // Not separable: the separable variants are not benchmarked on it.
+            EXPECT_FALSE(has(names, fmt::format("conv.separable_sliding/{}/rgb.aos/{}/replicate", size, filter)));
+        }
+    }
+    EXPECT_TRUE(has(names, "conv.register_window_async/8K/rgb.soa/random9/replicate"));
+    EXPECT_TRUE(has(names, "conv.register_window_async/8K/rgb.soa/sharpen/replicate"));
+    EXPECT_EQ(npp_family("random9"), "npp.filter32f");
+    EXPECT_EQ(npp_family("sharpen"), "npp.filter32f");
+    EXPECT_EQ(npp_family("gauss9"), "npp.gauss");
+}
+
+// The roofline's FMA floor counts the least FMAs per output element: a row and a column pass for
+// a rank-1 mask, every tap otherwise; none for the integer operations.
+TEST(BenchStudy, FmaFloorCountsTheLeastFmasOfTheProblem) {
+    const ImageShape image{64, 48, 3, Layout::aos};
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::gaussian(9), Border{})), 18.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::box(5), Border{})), 4.0);   // running sums
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::box(31), Border{})), 4.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::random(9), Border{})), 81.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, masks::sharpen(), Border{})), 9.0);
+    EXPECT_EQ(fma_per_output_element(convolve_problem(image, Mask(1, 9, std::vector<float>(9, 1.0f / 9)), Border{})), 9.0);
+    Problem sobel;
+    sobel.op = Operation::sobel;
+    sobel.shape = image;
+    EXPECT_EQ(fma_per_output_element(sobel), 0.0);
+}
+
 TEST(BenchStudy, TheSmokeStudyHasEveryRowKind) {
     std::set<RowKind> kinds;
     for (const BenchCase& c : gpu_study(Study::smoke, true, nullptr)) kinds.insert(c.kind);
@@ -98,12 +148,16 @@ TEST(BenchStudy, TheSmokeStudyHasEveryRowKind) {
     EXPECT_EQ(cpu_kinds, (std::set<RowKind>{RowKind::cpu_sequential, RowKind::cpu_parallel}));
 }
 
-TEST(BenchStudy, KlabRunTunesTheStudysConvolutionClasses) {
+TEST(BenchStudy, KlabRunTunesTheClassesOfEveryVariantRow) {
     std::vector<std::string> classes;
     for (const autotune::ProblemClass& c : tuned_classes(Study::full)) classes.push_back(autotune::to_string(c));
-    // 480p..8K at 3x3, HD and 8K at 5, 7, 9 (AoS), HD and 8K at 3 and 9 (SoA): 5 + 6 + 4.
-    EXPECT_EQ(classes.size(), 15u);
-    for (const char* expected : {"480p/3x3/c3/aos", "4K/3x3/c3/aos", "8K/7x7/c3/aos", "HD/9x9/c3/soa"}) {
+    // Convolutions: 480p..8K at 3x3, HD and 8K at 5, 7, 9 (AoS), HD and 8K at 3 and 9 (SoA), 8K box
+    // 31x31: 5 + 6 + 4 + 1. Sobel: 8K gray and RGB. Integral: 8K gray u64, 4K gray u32, 4096x4096
+    // gray (the 8K bucket's u32 class), 8K RGB u64.
+    EXPECT_EQ(classes.size(), 16u + 2u + 4u);
+    for (const char* expected : {"480p/3x3/c3/aos", "4K/3x3/c3/aos", "8K/7x7/c3/aos", "HD/9x9/c3/soa", "8K/31x31/c3/aos",
+                                 "sobel/8K/c1/aos", "sobel/8K/c3/aos", "integral/8K/c1/aos/u64", "integral/4K/c1/aos/u32",
+                                 "integral/8K/c1/aos/u32", "integral/8K/c3/aos/u64"}) {
         EXPECT_TRUE(has(classes, expected)) << expected;
     }
 }

@@ -1,23 +1,25 @@
 // `klab compare OLD NEW` on synthetic Google Benchmark JSON (as klab-bench writes it: iteration
 // rows per repetition plus the _mean/_median/_stddev/_cv aggregates): the verdicts (same, faster,
 // slower, ambiguous, added, removed, error), the exit codes (0, 1 for a regression, 2 for refused
-// input), the Mann-Whitney p-values against hand-enumerated ones, and the notes for too few
-// repetitions. Run through the CLI, as CI runs it; --json gives the rows.
+// input), the Mann-Whitney p-values against hand-enumerated ones, the notes for too few
+// repetitions, the allowance at its edges (relative and absolute floors, short rows, end-to-end
+// rows against the upload, learned noise), the noise file and the Markdown form. Run through the
+// CLI, as CI runs it; --json gives the rows. test_compare_evidence.cpp runs it on real H200 data.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include "tests/common/run_command.hpp"
+#include "tests/cpu/compare_cli.hpp"
 
 namespace klab {
 namespace {
@@ -118,57 +120,22 @@ std::string bench_json(const std::string& gpu_key, const std::vector<Bench>& ben
     return nlohmann::json{{"context", context}, {"benchmarks", rows}}.dump(2);
 }
 
-class CompareCli : public ::testing::Test {
+class CompareCli : public test::CompareTest {
 protected:
-    void SetUp() override {
-        const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        dir_ = fs::temp_directory_path() / fmt::format("klab_compare_{}_{}", ::getpid(), test);
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    std::string write(const std::string& file_name, const std::string& text) const {
-        const fs::path path = dir_ / file_name;
-        std::ofstream(path) << text;
-        return path.string();
-    }
-
-    static test::CommandResult klab(const std::string& arguments) {
-        return test::run_command(std::string(KLAB_CLI_PATH) + " " + arguments);
-    }
-
-    // `klab compare --json OLD NEW [extra]`, parsed; the exit code through `exit_code`.
+    // `klab compare --json OLD NEW [extra]` on two texts, parsed; the exit code through `exit_code`.
     nlohmann::json compare_json(const std::string& old_text, const std::string& new_text, int& exit_code,
                                 const std::string& extra = "") const {
-        const std::string old_path = write("old.json", old_text);
-        const std::string new_path = write("new.json", new_text);
-        const test::CommandResult r = klab(fmt::format("compare --json {} {} {}", old_path, new_path, extra));
-        exit_code = r.exit_code;
-        const nlohmann::json doc = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
-        EXPECT_FALSE(doc.is_discarded()) << r.output;
-        return doc;
+        return compare_files(write("old.json", old_text), write("new.json", new_text), exit_code, extra);
     }
 
     // The table form: `klab compare OLD NEW [extra]`.
     test::CommandResult compare_table(const std::string& old_text, const std::string& new_text, const std::string& extra = "") const {
         return klab(fmt::format("compare {} {} {}", write("old.json", old_text), write("new.json", new_text), extra));
     }
-
-    fs::path dir_;
 };
 
-// The row named `name`; a failed expectation (and an empty object) when there is none.
-nlohmann::json row_of(const nlohmann::json& doc, const std::string& name) {
-    if (doc.contains("rows")) {
-        for (const nlohmann::json& row : doc["rows"])
-            if (row.value("name", "") == name) return row;
-    }
-    ADD_FAILURE() << "no row " << name << " in " << doc.dump(2);
-    return nlohmann::json::object();
-}
-
-std::string verdict_of(const nlohmann::json& doc, const std::string& name) { return row_of(doc, name).value("verdict", "(none)"); }
+using test::row_of;
+using test::verdict_of;
 
 double p_of(const nlohmann::json& doc, const std::string& name) {
     const nlohmann::json row = row_of(doc, name);
@@ -274,7 +241,7 @@ TEST_F(CompareCli, SlowerUnderTheThresholdIsNotAFailure) {
     EXPECT_EQ(code, 0);
     EXPECT_EQ(verdict_of(doc, kHalo), "same");
     EXPECT_LT(p_of(doc, kHalo), 0.05);
-    EXPECT_NE(row_of(doc, kHalo).value("note", "").find("within threshold"), std::string::npos) << doc.dump(2);
+    EXPECT_NE(row_of(doc, kHalo).value("note", "").find("within the allowance"), std::string::npos) << doc.dump(2);
     // The same files with a 2% threshold: now a regression.
     const nlohmann::json strict = compare_json(old_text, new_text, code, "--threshold 2");
     EXPECT_EQ(code, 1);
@@ -433,6 +400,216 @@ TEST_F(CompareCli, BadInputIsRefusedWithExitCodeTwo) {
     EXPECT_NE(alpha.output.find("--alpha"), std::string::npos) << alpha.output;
 }
 
+TEST_F(CompareCli, TheAllowanceHasARelativeAndAnAbsoluteFloor) {
+    // 20 us: 1.8 us is 9%, above the 5% floor, so +10% is slower and +7% is not; at 250 us the 5%
+    // floor rules, and +7% is slower.
+    const std::string short_row = "conv.separable_fused/HD/rgb.aos/gauss5/replicate";
+    const std::string old_text = bench_json(kH200, {{short_row, tight(20.0), ""}, {kHalo, tight(250.0), ""}});
+    int code = -1;
+    const nlohmann::json ten = compare_json(
+        old_text, bench_json(kH200, {{short_row, scaled(tight(20.0), 1.10), ""}, {kHalo, tight(250.0), ""}}), code);
+    EXPECT_EQ(code, 1) << ten.dump(2);
+    EXPECT_EQ(verdict_of(ten, short_row), "slower");
+    EXPECT_NEAR(row_of(ten, short_row).value("allowance", 0.0), 0.09, 1e-12);
+    EXPECT_NEAR(row_of(ten, kHalo).value("allowance", 0.0), 0.05, 1e-12);
+    EXPECT_EQ(row_of(ten, short_row).value("class", ""), "kernel");
+
+    const std::string seven_new = bench_json(kH200, {{short_row, scaled(tight(20.0), 1.07), ""}, {kHalo, scaled(tight(250.0), 1.07), ""}});
+    const nlohmann::json seven = compare_json(old_text, seven_new, code);
+    EXPECT_EQ(code, 1) << seven.dump(2);
+    EXPECT_EQ(verdict_of(seven, short_row), "same");
+    EXPECT_NE(row_of(seven, short_row).value("note", "").find("within the allowance"), std::string::npos) << seven.dump(2);
+    EXPECT_EQ(verdict_of(seven, kHalo), "slower");
+
+    // A wider absolute floor (3 us: 15% of 20 us) lets the short row's +10% pass.
+    compare_json(old_text, bench_json(kH200, {{short_row, scaled(tight(20.0), 1.10), ""}, {kHalo, tight(250.0), ""}}), code,
+                 "--threshold-us 3");
+    EXPECT_EQ(code, 0);
+}
+
+TEST_F(CompareCli, RowsUnderTheMinimumAreShownNotGated) {
+    // 4 us is mostly launch and event overhead: twice as slow is a verdict, not a failure.
+    const std::string tiny = "conv.halo_tiled/480p/rgb.aos/gauss3/replicate";
+    const std::string old_text = bench_json(kH200, {{tiny, tight(4.0), ""}});
+    const std::string new_text = bench_json(kH200, {{tiny, scaled(tight(4.0), 2.0), ""}});
+    int code = -1;
+    const nlohmann::json doc = compare_json(old_text, new_text, code);
+    EXPECT_EQ(code, 0) << doc.dump(2);
+    const nlohmann::json row = row_of(doc, tiny);
+    EXPECT_EQ(row.value("verdict", ""), "slower");
+    EXPECT_FALSE(row.value("gated", true));
+    EXPECT_FALSE(row.value("fails_gate", true));
+    EXPECT_NE(row.value("note", "").find("under 5 us"), std::string::npos) << row.dump();
+    // With the minimum at 3 us it is gated.
+    compare_json(old_text, new_text, code, "--min-us 3");
+    EXPECT_EQ(code, 1);
+    // Gone from NEW it fails whatever its duration: a removal is no timing noise.
+    compare_json(bench_json(kH200, {{tiny, tight(4.0), ""}, {kHalo, tight(250.0), ""}}), bench_json(kH200, {{kHalo, tight(250.0), ""}}),
+                 code);
+    EXPECT_EQ(code, 1);
+}
+
+TEST_F(CompareCli, EndToEndRowsAreJudgedByTheirRatioToTheUpload) {
+    const std::string upload = "e2e.upload/8K/rgb.aos/copy/none";
+    const std::string pipelined = "e2e.pipelined/8K/rgb.aos/gauss5/replicate";
+    const std::string pageable = "e2e.pipelined.pageable/8K/rgb.aos/gauss5/replicate";
+    const auto run = [&](double link, double pipeline, double host) {
+        return bench_json(kH200, {{upload, scaled(tight(1820.0), link), ""},
+                                  {pipelined, scaled(tight(2216.0), pipeline), ""},
+                                  {pageable, scaled(tight(25000.0), host), ""}});
+    };
+    const std::string old_text = run(1.0, 1.0, 1.0);
+    int code = -1;
+    // A 30% slower link slows the pipeline as much: its ratio to the upload has not moved.
+    const nlohmann::json link = compare_json(old_text, run(1.3, 1.3, 1.0), code);
+    EXPECT_EQ(code, 0) << link.dump(2);
+    EXPECT_EQ(row_of(link, pipelined).value("class", ""), "end_to_end");
+    EXPECT_EQ(verdict_of(link, pipelined), "same");
+    EXPECT_NEAR(row_of(link, pipelined).value("change", 1.0), 0.0, 1e-9);
+    EXPECT_NEAR(row_of(link, pipelined).value("allowance", 0.0), 0.50, 1e-12);
+    EXPECT_EQ(verdict_of(link, upload), "slower");  // a baseline: shown, not gated
+    EXPECT_EQ(row_of(link, upload).value("class", ""), "baseline");
+
+    // The pipeline 60% slower on the same link: broken, it fails; 40% is within the allowance.
+    const nlohmann::json broken = compare_json(old_text, run(1.0, 1.6, 1.0), code);
+    EXPECT_EQ(code, 1) << broken.dump(2);
+    EXPECT_EQ(verdict_of(broken, pipelined), "slower");
+    compare_json(old_text, run(1.0, 1.4, 1.0), code);
+    EXPECT_EQ(code, 0);
+
+    // Pageable rows move with the host's own memory traffic: never gated.
+    const nlohmann::json host = compare_json(old_text, run(1.0, 1.0, 1.8), code);
+    EXPECT_EQ(code, 0) << host.dump(2);
+    EXPECT_EQ(row_of(host, pageable).value("class", ""), "baseline");
+    EXPECT_EQ(verdict_of(host, pageable), "slower");
+
+    // Without an upload row the row's own median is judged, and the note says so.
+    const nlohmann::json alone = compare_json(bench_json(kH200, {{pipelined, tight(2216.0), ""}}),
+                                              bench_json(kH200, {{pipelined, scaled(tight(2216.0), 1.6), ""}}), code);
+    EXPECT_EQ(code, 1) << alone.dump(2);
+    EXPECT_NE(row_of(alone, pipelined).value("note", "").find("no e2e.upload row"), std::string::npos) << alone.dump(2);
+}
+
+TEST_F(CompareCli, ALearnedNoiseFileWidensANoisyRowsAllowance) {
+    // Two identical-code runs in which the halo row moved 6%: its allowance becomes 12%.
+    std::vector<Bench> moved = three_benches();
+    moved[0].samples = scaled(moved[0].samples, 1.06);
+    const std::string run1 = write("run1.json", bench_json(kH200, three_benches()));
+    const std::string run2 = write("run2.json", bench_json(kH200, moved));
+    const std::string noise = (dir_ / "noise.json").string();
+    const test::CommandResult learned = klab(fmt::format("compare --learn-noise {} {} {}", noise, run1, run2));
+    ASSERT_EQ(learned.exit_code, 0) << learned.output;
+    EXPECT_NE(learned.output.find("the noise of 3 rows from 2 runs"), std::string::npos) << learned.output;
+    EXPECT_EQ(learned.output.find("warning"), std::string::npos) << learned.output;
+    std::ifstream in(noise);
+    const nlohmann::json file = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(file.is_discarded());
+    EXPECT_EQ(file.value("gpu_key", ""), kH200);
+    EXPECT_EQ(file["runs"].size(), 2u);
+    ASSERT_TRUE(file["medians_us"].contains(kHalo)) << file.dump(2);
+    EXPECT_NEAR(file["medians_us"][kHalo][1].get<double>(), 265.0, 1e-9);
+
+    std::vector<Bench> slower = three_benches();
+    slower[0].samples = scaled(slower[0].samples, 1.10);
+    const std::string base = write("base.json", bench_json(kH200, three_benches()));
+    const std::string halo_slower = write("halo.json", bench_json(kH200, slower));
+    int code = -1;
+    const nlohmann::json with_noise = compare_files(base, halo_slower, code, "--noise " + noise);
+    EXPECT_EQ(code, 0) << with_noise.dump(2);
+    EXPECT_EQ(verdict_of(with_noise, kHalo), "same");
+    EXPECT_NEAR(row_of(with_noise, kHalo).value("noise", 0.0), 0.06, 1e-9);
+    EXPECT_NEAR(row_of(with_noise, kHalo).value("allowance", 0.0), 0.12, 1e-9);
+    EXPECT_EQ(with_noise.value("noise", ""), noise);
+    compare_files(base, halo_slower, code);  // without the noise file: the default 5%
+    EXPECT_EQ(code, 1);
+    // A row that did not move keeps the default allowance.
+    slower = three_benches();
+    slower[1].samples = scaled(slower[1].samples, 1.10);
+    const nlohmann::json sobel = compare_files(base, write("sobel.json", bench_json(kH200, slower)), code, "--noise " + noise);
+    EXPECT_EQ(code, 1) << sobel.dump(2);
+    EXPECT_NEAR(row_of(sobel, kSobel).value("allowance", 0.0), 0.05, 1e-12);
+
+    // Runs whose kernel row moved beyond 10% were hardly of identical code: learning says so.
+    moved[0].samples = scaled(tight(250.0), 1.2);
+    const test::CommandResult suspicious =
+        klab(fmt::format("compare --learn-noise {} {} {}", noise, run1, write("run3.json", bench_json(kH200, moved))));
+    EXPECT_EQ(suspicious.exit_code, 0) << suspicious.output;
+    EXPECT_NE(suspicious.output.find("warning: 1 kernel row(s) moved more than 10%"), std::string::npos) << suspicious.output;
+}
+
+TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
+    const std::string h200 = write("h200.json", bench_json(kH200, three_benches()));
+    const std::string h100 = write("h100.json", bench_json(kH100, three_benches()));
+    const std::string noise = (dir_ / "noise.json").string();
+    // One run, or runs of two GPU models: nothing learned, nothing written.
+    test::CommandResult r = klab(fmt::format("compare --learn-noise {} {}", noise, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("1 run(s) to learn the noise from"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --learn-noise {} {} {}", noise, h200, h100));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(kH100), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(noise));
+    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "absent" / "noise.json").string(), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+
+    // A noise file of another GPU model, or not a noise file at all, is refused.
+    ASSERT_EQ(klab(fmt::format("compare --learn-noise {} {} {}", noise, h100, h100)).exit_code, 0);
+    r = klab(fmt::format("compare --noise {} {} {}", noise, h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("the noise file"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --noise {} {} {}", write("bad.json", "{\"klab_noise\": 2}"), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is not a klab noise file"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --noise {} {} {}", write("string.json", "{\"klab_noise\": \"1\"}"), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    const std::string short_row = fmt::format(
+        "{{\"klab_noise\": 1, \"gpu_key\": \"{}\", \"runs\": [{{}}, {{}}], \"medians_us\": {{\"{}\": [250]}}}}", kH200, kHalo);
+    r = klab(fmt::format("compare --noise {} {} {}", write("short.json", short_row), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("has no array of 2 medians"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --noise {} {} {}", write("text.json", "medians"), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is not JSON"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --noise {} --learn-noise {} {} {}", noise, noise, h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+
+    // Comparing takes exactly two files.
+    r = klab(fmt::format("compare {} {} {}", h200, h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("3 file(s) given to compare"), std::string::npos) << r.output;
+}
+
+TEST_F(CompareCli, TheMarkdownPutsTheRegressionsFirst) {
+    std::vector<Bench> changed = three_benches();
+    changed[0].samples = scaled(changed[0].samples, 0.80);  // halo faster
+    changed[1].samples = scaled(changed[1].samples, 1.10);  // sobel slower: the regression
+    const std::string old_text = bench_json(kH200, three_benches());
+    const std::string new_text = bench_json(kH200, changed);
+    const test::CommandResult md = compare_table(old_text, new_text, "--format md");
+    EXPECT_EQ(md.exit_code, 1) << md.output;
+    EXPECT_EQ(md.output.rfind("**klab compare**: REGRESSION: 1 benchmark(s) slower", 0), 0u) << md.output;
+    const std::size_t failing = md.output.find("Failing the gate:");
+    const std::size_t sobel = md.output.find(std::string("`") + kSobel + "`");
+    const std::size_t other = md.output.find("Other changes");
+    const std::size_t halo = md.output.find(std::string("`") + kHalo + "`");
+    const std::size_t folded = md.output.find("<details><summary>1 row(s) the same</summary>");
+    const std::size_t copy = md.output.find(std::string("`") + kCopy + "`");
+    for (std::size_t at : {failing, sobel, other, halo, folded, copy}) ASSERT_NE(at, std::string::npos) << md.output;
+    EXPECT_TRUE(failing < sobel && sobel < other && other < halo && halo < folded && folded < copy) << md.output;
+    EXPECT_NE(md.output.find("| **slower** |"), std::string::npos) << md.output;
+    EXPECT_NE(md.output.find("| faster |"), std::string::npos) << md.output;
+
+    const test::CommandResult same = compare_table(old_text, old_text, "--format md");
+    EXPECT_EQ(same.exit_code, 0) << same.output;
+    EXPECT_EQ(same.output.rfind("**klab compare**: no regression", 0), 0u) << same.output;
+    EXPECT_NE(same.output.find("No row moved beyond its allowance."), std::string::npos) << same.output;
+
+    // --json is --format json; an unknown format is refused.
+    EXPECT_EQ(compare_table(old_text, new_text, "--json").output, compare_table(old_text, new_text, "--format json").output);
+    const test::CommandResult unknown = compare_table(old_text, new_text, "--format xml");
+    EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+    EXPECT_NE(unknown.output.find("--format xml"), std::string::npos) << unknown.output;
+}
 
 // scripts/ci-compare.sh in a throwaway git repository laid out like klab's: a changed
 // results/<gpu>/bench.json is compared with its previous version; a regression fails, the
@@ -480,6 +657,25 @@ TEST_F(CompareCli, TheCiGateComparesTheCommitsBenchFiles) {
     r = gate();
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("accepted"), std::string::npos) << r.output;
+
+    // HEAD's results/<gpu>/noise.json widens a noisy row's allowance: the halo row moved 6% between
+    // identical-code runs, so +10% is within its 12%. KLAB_COMPARE_MARKDOWN collects the Markdown.
+    commit(bench_json(kH200, three_benches()), "faster again");
+    std::vector<Bench> moved = three_benches();
+    moved[0].samples = scaled(moved[0].samples, 1.06);
+    const test::CommandResult learned =
+        klab(fmt::format("compare --learn-noise {} {} {}", (repo / "results" / "nvidia-h200" / "noise.json").string(),
+                         write("run1.json", bench_json(kH200, three_benches())), write("run2.json", bench_json(kH200, moved))));
+    ASSERT_EQ(learned.exit_code, 0) << learned.output;
+    commit(bench_json(kH200, slower), "slower within the learned noise");
+    const std::string markdown = (dir_ / "compare.md").string();
+    r = test::run_command(fmt::format("KLAB_COMPARE_MARKDOWN={} bash {} {}", markdown, (repo / "scripts" / "ci-compare.sh").string(),
+                                      KLAB_CLI_PATH));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("noise file results/nvidia-h200/noise.json"), std::string::npos) << r.output;
+    std::ifstream md(markdown);
+    const std::string md_text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+    EXPECT_NE(md_text.find("**klab compare**: no regression"), std::string::npos) << md_text;
 }
 
 }  // namespace

@@ -163,6 +163,29 @@ TEST(Separability, FactorsReproduceANonSquareMask) {
     EXPECT_FALSE(separate(Mask(7, 3, c)).has_value());
 }
 
+// The study's general mask: the same coefficients on every machine (a fixed generator, not the
+// standard library's distributions), summing to 1, with negative taps, and not separable.
+TEST(MaskFactories, RandomMaskIsFixedGeneralAndNamedBySideAndSeed) {
+    const Mask m = masks::random(9);
+    EXPECT_EQ(m.name(), "random9");
+    EXPECT_EQ(masks::random(9, 2).name(), "random9_s2");
+    EXPECT_EQ(m.coefficients(), masks::random(9).coefficients());
+    EXPECT_NE(m.coefficients(), masks::random(9, 2).coefficients());
+    double sum = 0.0;
+    int negative = 0;
+    for (float c : m.coefficients()) {
+        sum += c;
+        negative += c < 0.0f;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    EXPECT_GT(negative, 0);
+    EXPECT_FALSE(separate(m).has_value());
+    // Pinned values: a change of generator changes the study's problem and must show here.
+    EXPECT_FLOAT_EQ(m.at(0, 0), masks::random(9).coefficients().front());
+    EXPECT_NEAR(m.at(0, 0), 0.0156766884, 1e-7);
+    EXPECT_NEAR(m.at(8, 8), 0.0224710088, 1e-7);
+}
+
 TEST(FilterSpec, ParsesEveryFamily) {
     EXPECT_EQ(parse_filter_spec("box:5").mask->width(), 5);
     EXPECT_EQ(parse_filter_spec("gaussian:7").mask->coefficients(), masks::gaussian(7).coefficients());
@@ -171,6 +194,8 @@ TEST(FilterSpec, ParsesEveryFamily) {
     EXPECT_EQ(parse_filter_spec("laplacian").mask->coefficients(), masks::laplacian().coefficients());
     EXPECT_EQ(parse_filter_spec("emboss").mask->coefficients(), masks::emboss().coefficients());
     EXPECT_EQ(parse_filter_spec("unsharp:5:1.0:0.5").mask->coefficients(), masks::unsharp(5, 1.0, 0.5).coefficients());
+    EXPECT_EQ(parse_filter_spec("random:9").mask->coefficients(), masks::random(9).coefficients());
+    EXPECT_EQ(parse_filter_spec("random:5:7").mask->coefficients(), masks::random(5, 7).coefficients());
     EXPECT_EQ(parse_filter_spec("sobel").operation, Operation::sobel);
     EXPECT_EQ(parse_filter_spec("integral").operation, Operation::integral);
 }
@@ -182,6 +207,9 @@ TEST(FilterSpec, RejectsBadSpecsNamingThemAndTheAllowedForms) {
     test::expect_error([] { parse_filter_spec("box:4"); }, "box size 4 is not supported");
     test::expect_error([] { parse_filter_spec("sobel:3"); }, "filter 'sobel:3' has 1 argument(s)");
     test::expect_error([] { parse_filter_spec("mask:"); }, "names no file");
+    test::expect_error([] { parse_filter_spec("random:8"); }, "random mask side 8; allowed: an odd side from 1 to 31");
+    test::expect_error([] { parse_filter_spec("random:9:-1"); }, "seed '-1' is not a number");
+    test::expect_error([] { parse_filter_spec("random"); }, "filter 'random' has 0 argument(s)");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Host-side checks of the sobel, integral and box-integral variants (no GPU needed): what they
+// Host-side checks of the sobel, integral and box variants (no GPU needed): what they
 // support and refuse, the shapes they accept, the launches they describe, and grids within CUDA's
 // limits on the largest images klab accepts.
 #include <gtest/gtest.h>
@@ -20,14 +20,18 @@ Problem op_problem(Operation op, ImageShape shape, Border border = {}) {
 }
 
 TEST(OpsVariants, AreRegisteredForTheirOps) {
-    for (const char* name : {"sobel.fused", "sobel.3kernel"}) EXPECT_EQ(Registry::instance().get(name).op(), Operation::sobel);
-    EXPECT_EQ(Registry::instance().get("integral.scan").op(), Operation::integral);
-    EXPECT_EQ(Registry::instance().get("conv.box_integral").op(), Operation::convolve);
+    for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window"}) {
+        EXPECT_EQ(Registry::instance().get(name).op(), Operation::sobel);
+    }
+    for (const char* name : {"integral.scan", "integral.lookback"}) EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums"}) {
+        EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
+    }
 }
 
 TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
-    for (const Variant* variant : {&Registry::instance().get("sobel.fused"), &Registry::instance().get("sobel.3kernel"),
-                                   &Registry::instance().get("integral.scan")}) {
+    for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback"}) {
+        const Variant* variant = &Registry::instance().get(name);
         for (int channels : {1, 3, 4})
             for (Layout layout : {Layout::aos, Layout::soa})
                 for (BorderMode mode : {BorderMode::constant, BorderMode::replicate, BorderMode::mirror,
@@ -41,22 +45,25 @@ TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
     }
 }
 
-TEST(OpsVariants, BoxIntegralTakesFlatMasksOnlyAndSaysWhy) {
-    const Variant& variant = Registry::instance().get("conv.box_integral");
-    const ImageShape image{64, 48, 3, Layout::aos};
-    for (const Mask& mask : {masks::box(1), masks::box(9), masks::box(31), Mask(3, 7, std::vector<float>(21, 1.0f), "ones"),
-                             Mask(5, 1, std::vector<float>(5, -0.5f), "negative")}) {
-        EXPECT_TRUE(variant.supports(convolve_problem(image, mask, Border{}))) << mask.name();
+TEST(OpsVariants, BoxVariantsTakeFlatMasksOnlyAndSayWhy) {
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums"}) {
+        SCOPED_TRACE(name);
+        const Variant& variant = Registry::instance().get(name);
+        const ImageShape image{64, 48, 3, Layout::aos};
+        for (const Mask& mask : {masks::box(1), masks::box(9), masks::box(31), Mask(3, 7, std::vector<float>(21, 1.0f), "ones"),
+                                 Mask(5, 1, std::vector<float>(5, -0.5f), "negative")}) {
+            EXPECT_TRUE(variant.supports(convolve_problem(image, mask, Border{}))) << mask.name();
+        }
+        for (const Mask& mask : {masks::gaussian(3), masks::sharpen(), masks::laplacian()}) {
+            const Support refused = variant.supports(convolve_problem(image, mask, Border{}));
+            EXPECT_FALSE(refused) << mask.name();
+            EXPECT_EQ(refused.reason(), "box masks only (all coefficients equal); " + mask.name() + " has unequal coefficients");
+        }
+        // A box whose last coefficient differs by one ulp is not a box.
+        std::vector<float> almost(9, 1.0f / 9);
+        almost.back() = std::nextafter(almost.back(), 1.0f);
+        EXPECT_FALSE(variant.supports(convolve_problem(image, Mask(3, 3, almost, "almost"), Border{})));
     }
-    for (const Mask& mask : {masks::gaussian(3), masks::sharpen(), masks::laplacian()}) {
-        const Support refused = variant.supports(convolve_problem(image, mask, Border{}));
-        EXPECT_FALSE(refused) << mask.name();
-        EXPECT_EQ(refused.reason(), "box masks only (all coefficients equal); " + mask.name() + " has unequal coefficients");
-    }
-    // A box whose last coefficient differs by one ulp is not a box.
-    std::vector<float> almost(9, 1.0f / 9);
-    almost.back() = std::nextafter(almost.back(), 1.0f);
-    EXPECT_FALSE(variant.supports(convolve_problem(image, Mask(3, 3, almost, "almost"), Border{})));
 }
 
 TEST(OpsVariants, IntegralScanRunsOneWarpPerTileAndPicksTheOutputType) {
@@ -110,8 +117,79 @@ TEST(OpsVariants, ScratchBytesAreWhatTheKernelsUse) {
     EXPECT_EQ(bytes("conv.separable_fused", convolve_problem({64, 48, 3, Layout::aos}, masks::gaussian(5), Border{})), 0u);
 }
 
+// sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 x 16 pixels.
+TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
+    const Variant& variant = Registry::instance().get("sobel.register_window");
+    const Problem p = op_problem(Operation::sobel, {7680, 4320, 3, Layout::aos});
+    for (const LaunchShape& shape : {LaunchShape{32, 1, {}}, LaunchShape{64, 8, {}}, LaunchShape{512, 1, {}}, LaunchShape{96, 5, {}}}) {
+        EXPECT_TRUE(variant.check_shape(p, shape)) << to_string(shape);
+    }
+    for (const LaunchShape& shape : {LaunchShape{16, 8, {}}, LaunchShape{48, 4, {}}, LaunchShape{256, 4, {}}}) {
+        const Support refused = variant.check_shape(p, shape);
+        EXPECT_FALSE(refused) << to_string(shape);
+        EXPECT_NE(refused.reason().find("32k x m threads, at most 512"), std::string::npos) << refused.reason();
+    }
+    const std::vector<KernelLaunch> k = variant.kernels(p, LaunchShape{64, 4, {}});
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].grid.x, 7680u / (64 * 8));             // 15 blocks of 512 pixels
+    EXPECT_EQ(k[0].grid.y, (4320u + 63) / 64);             // 68 blocks of 4 x 16 rows
+    EXPECT_EQ(variant.scratch_bytes(p, LaunchShape{64, 4, {}}), 0u);
+}
+
+// integral.lookback: the clearing kernel, then one block per tile of (32 P) x (32 N); the scratch
+// holds the counter, two flags per tile and the status values, each array at a multiple of 256 bytes.
+TEST(OpsVariants, IntegralLookbackTilesLaunchesAndScratch) {
+    const Variant& variant = Registry::instance().get("integral.lookback");
+    EXPECT_TRUE(variant.check_shape(op_problem(Operation::integral, {10, 10, 1, Layout::aos}), LaunchShape{32, 3, {}}));
+    const Support refused = variant.check_shape(op_problem(Operation::integral, {10, 10, 1, Layout::aos}), LaunchShape{64, 4, {}});
+    EXPECT_FALSE(refused);
+    EXPECT_NE(refused.reason().find("the block is 32xN"), std::string::npos) << refused.reason();
+    // 8K gray with 8 warps: tiles of 256 x 256, 30 x 17 of them; u64.
+    const Problem gray = op_problem(Operation::integral, {7680, 4320, 1, Layout::aos});
+    const LaunchShape eight{32, 8, {}};
+    const std::vector<KernelLaunch> k = variant.kernels(gray, eight);
+    ASSERT_EQ(k.size(), 2u);
+    EXPECT_EQ(k[0].kernel_name, "integral_lookback_clear");
+    EXPECT_EQ(k[1].kernel_name, "integral_lookback_kernel<u64>");
+    EXPECT_EQ(k[1].grid.x, 30u * 17u);
+    EXPECT_EQ(k[1].block.y, 8u);
+    // Counter 256 B; flags 2 x 510 u32 = 4080 -> 4096; row values 510 x 256 u32 = 522240 (a multiple
+    // of 256) twice; column values 510 x 256 u64 = 1044480 twice.
+    EXPECT_EQ(variant.scratch_bytes(gray, eight), 256u + 4096u + 2u * 522240u + 2u * 1044480u);
+    EXPECT_EQ(k[0].grid.x, 5u);  // clears 1088 words: 64 for the counter's 256 bytes, 1024 for the flags' 4096
+    // 300x70 RGB SoA with 2 warps: three planes of 2 x 2 tiles of 256 x 64, u32.
+    const Problem soa = op_problem(Operation::integral, {300, 70, 3, Layout::soa});
+    const std::vector<KernelLaunch> planes = variant.kernels(soa, LaunchShape{32, 2, {}});
+    EXPECT_EQ(planes[1].kernel_name, "integral_lookback_kernel<u32>");
+    EXPECT_EQ(planes[1].grid.x, 3u * 2u * 2u);
+}
+
+// conv.box_running_sums: a warp's output lanes along a row segment (the halo lanes feed them), 64
+// rows per block, a grid layer per SoA plane.
+TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
+    const Variant& variant = Registry::instance().get("conv.box_running_sums");
+    const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{64, 4, {}}));
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 32, {}}));
+    // RGB, 24 bytes per lane; box 9: 15 bytes on the left (1 lane), 12 on the right (1 lane): 30
+    // output lanes, 720 bytes per segment, 32 segments for a row of 23040 bytes.
+    const std::vector<KernelLaunch> k = variant.kernels(rgb9, LaunchShape{32, 4, {}});
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].grid.x, 32u / 4);
+    EXPECT_EQ(k[0].grid.y, (4320u + 63) / 64);
+    EXPECT_EQ(k[0].grid.z, 1u);
+    // Box 31: 48 bytes on the left and 45 on the right, 2 lanes each: 28 output lanes, 672 bytes, 35
+    // segments, 9 blocks of 4.
+    const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
+    EXPECT_EQ(variant.kernels(rgb31, LaunchShape{32, 4, {}})[0].grid.x, 9u);
+    const Problem soa = convolve_problem({300, 70, 4, Layout::soa}, masks::box(5), Border{});
+    EXPECT_EQ(variant.kernels(soa, LaunchShape{32, 2, {}})[0].grid.z, 4u);
+    EXPECT_EQ(variant.scratch_bytes(rgb9, LaunchShape{32, 4, {}}), 0u);
+}
+
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
-    for (const char* name : {"sobel.fused", "sobel.3kernel", "integral.scan", "conv.box_integral"}) {
+    for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback",
+                             "conv.box_integral", "conv.box_running_sums"}) {
         const Variant& variant = Registry::instance().get(name);
         for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
                                         ImageShape{kMaxImageSide, 8192, 4, Layout::soa},

@@ -84,8 +84,12 @@ std::vector<Bench> gpu_rows(bool with_npp) {
         {"conv.global/8K/rgb.aos/gauss3/replicate", {200, 200, 200},
          with(traffic(40, 200), {{"speedup_vs_cpu", 617}, {"block_x", 16}, {"block_y", 16}}), "16x16 default (no tuning record)"},
         {"conv.halo_tiled/8K/rgb.aos/gauss3/replicate", {90, 130, 100},  // median 100
-         with(traffic(40, 100), {{"speedup_vs_cpu", 1234.4}, {"block_x", 32}, {"block_y", 8}}),
+         with(traffic(40, 100), {{"speedup_vs_cpu", 1234.4}, {"block_x", 32}, {"block_y", 8}, {"roofline_us", 40}}),
          "32x8 tuned (exact problem class on this GPU)"},
+        // A general mask: the FMA floor (265 µs) is the roofline, above the copy floor.
+        {"conv.register_window_async/8K/rgb.aos/random9/replicate", {318}, with(traffic(40, 318), {{"roofline_us", 265}}), "128x1 tuned"},
+        {"conv.tile_fp32/8K/rgb.aos/random9/replicate", {900}, with(traffic(40, 900), {{"roofline_us", 265}}), "32x8 tuned"},
+        {"conv.register_window_async/8K/rgb.soa/random9/replicate", {330}, with(traffic(40, 330), {{"roofline_us", 265}}), "128x1 tuned"},
         {"conv.halo_tiled/8K/rgb.aos/gauss9/replicate", {150}, with(traffic(40, 150), {{"block_x", 32}, {"block_y", 8}}), "32x8 tuned"},
         {"conv.separable_fused/8K/rgb.aos/gauss9/replicate", {120}, with(traffic(40, 120), {{"block_x", 32}, {"block_y", 4}}), "32x4 tuned"},
         {"baseline.copy/8K/rgb.aos/copy/none", {40}, traffic(40, 40), "cudaMemcpy"},
@@ -102,6 +106,7 @@ std::vector<Bench> gpu_rows(bool with_npp) {
             {"npp.gauss/8K/rgb.aos/gauss9/replicate", {614}, traffic(40, 614), "nppiFilterGaussBorder_8u_C3R"},
             {"npp.separable32f/8K/rgb.aos/gauss9/replicate", {731}, traffic(40, 731), "nppiFilterRowBorder32f"},
             {"npp.filter32f/8K/rgb.aos/gauss9/replicate", {1557}, traffic(40, 1557), "nppiFilterBorder32f_8u_C3R"},
+            {"npp.filter32f/8K/rgb.aos/random9/replicate", {1553}, traffic(40, 1553), "nppiFilterBorder32f_8u_C3R"},
             {"npp.sobel/8K/gray/sobel/replicate", {110}, {}, "nppiFilterSobelHorizBorder"},
             {"npp.integral/8K/gray/integral/none", {1004}, {}, "nppiIntegral_8u32s_C1R"},
         };
@@ -159,11 +164,11 @@ TEST_F(Report, TablesHoldTheRowsWithRatiosFromMedians) {
     const std::string md = report_of(bench_json(gpu_rows(true), gpu_context()));
     const std::string by_size = section(md, "## 1.");
     // median 100 (not the mean 106.7, nor the aggregate's 999999); 100 / 40 copy floor; NPP 300 / 100.
-    expect_has(by_size, "| 8K | conv.halo_tiled | 100 | 2.50× | 40.0% | 3.00× | 1234× | 32x8 tuned (exact problem class on this GPU) |");
-    expect_has(by_size, "| 8K | conv.global | 200 | 5.00× | 20.0% | 1.50× | 617× | 16x16 default (no tuning record) |");
-    expect_has(by_size, "| 8K | npp.gauss | 300 | 7.50× | 13.3% | — | — | nppiFilterGaussBorder_8u_C3R |");
-    expect_has(by_size, "| 8K | baseline.copy | 40.0 | 1.00× | 100.0% | — | — | cudaMemcpy |");
-    expect_has(by_size, "| HD | conv.halo_tiled | 10.5 | — | — | — | — | 32x8 default |");
+    expect_has(by_size, "| 8K | conv.halo_tiled | 100 | 2.50× | 40.0% | 2.50× | 3.00× | 1234× | 32x8 tuned (exact problem class on this GPU) |");
+    expect_has(by_size, "| 8K | conv.global | 200 | 5.00× | 20.0% | — | 1.50× | 617× | 16x16 default (no tuning record) |");
+    expect_has(by_size, "| 8K | npp.gauss | 300 | 7.50× | 13.3% | — | — | — | nppiFilterGaussBorder_8u_C3R |");
+    expect_has(by_size, "| 8K | baseline.copy | 40.0 | 1.00× | 100.0% | — | — | — | cudaMemcpy |");
+    expect_has(by_size, "| HD | conv.halo_tiled | 10.5 | — | — | — | — | — | 32x8 default |");
     // Sizes in order, fastest first within a size; no SoA row.
     EXPECT_LT(by_size.find("| HD | conv.global"), by_size.find("| 8K | conv.halo_tiled"));
     EXPECT_LT(by_size.find("| 8K | conv.halo_tiled"), by_size.find("| 8K | conv.global"));
@@ -184,10 +189,10 @@ TEST_F(Report, TablesHoldTheRowsWithRatiosFromMedians) {
     // 731 / 120, 1557 / 120, 614 / 120.
     expect_has(others, "| 8K/rgb.aos/gauss9/replicate | conv.separable_fused | 120 | 3.00× | 33.3% | 6.09× | 13.0× | 5.12× | — |");
     // Sobel pairs with NPP's gray row only when it is gray itself: 110 / 44; RGB has no pair.
-    expect_has(others, "| 8K/gray/sobel/replicate | sobel.fused | 44.0 | — | — | 2.50× | — | 32x8 default |");
-    expect_has(others, "| 8K/rgb.aos/sobel/replicate | sobel.fused | 50.0 | — | — | — | — | 32x8 default |");
-    expect_has(others, "| 8K/gray/integral/none | integral.scan | 40.0 | — | — | 25.1× | — | 256x1 default |");
-    expect_has(others, "_Skipped: this file has no rows for box9 at 8K._");
+    expect_has(others, "| 8K/gray/sobel/replicate | sobel.fused | 44.0 | — | — | — | 2.50× | — | 32x8 default |");
+    expect_has(others, "| 8K/rgb.aos/sobel/replicate | sobel.fused | 50.0 | — | — | — | — | — | 32x8 default |");
+    expect_has(others, "| 8K/gray/integral/none | integral.scan | 40.0 | — | — | — | 25.1× | — | 256x1 default |");
+    expect_has(others, "_Skipped: this file has no rows for box3, box9 or box31 at 8K._");
 
     // The header says where the figures come from.
     expect_has(md, "# klab benchmark report: NVIDIA H200");
@@ -201,16 +206,34 @@ TEST_F(Report, TablesHoldTheRowsWithRatiosFromMedians) {
 
 TEST_F(Report, HeadlinePicksTheFastestVariant) {
     const std::string headline = section(report_of(bench_json(gpu_rows(true), gpu_context())), "## Headline");
-    expect_has(headline, "| 8K/rgb.aos/gauss3/replicate | conv.halo_tiled (fastest of 2) | 100 | 2.50× | 40.0% | 300 | 3.00× | 1234× |");
-    expect_has(headline, "| 8K/rgb.aos/gauss9/replicate | conv.separable_fused (fastest of 2) | 120 | 3.00× | 33.3% | 614 | 5.12× | — |");
+    expect_has(headline, "| 8K/rgb.aos/gauss3/replicate | conv.halo_tiled (fastest of 2) | 100 | 2.50× | 40.0% | 2.50× | 300 | 3.00× | 1234× |");
+    expect_has(headline, "| 8K/rgb.aos/gauss9/replicate | conv.separable_fused (fastest of 2) | 120 | 3.00× | 33.3% | — | 614 | 5.12× | — |");
+}
+
+TEST_F(Report, GeneralMasksAreMeasuredAgainstTheRooflineAndNppsArbitraryMaskFilter) {
+    const std::string md = report_of(bench_json(gpu_rows(true), gpu_context()));
+    // 318 / 40 copy floor, 318 / 265 roofline, npp.filter32f 1553 / 318.
+    expect_has(section(md, "## Headline"), "| 8K/rgb.aos/random9/replicate | conv.register_window_async (fastest of 2) | 318 | 7.95× | "
+                                           "12.6% | 1.20× | 1553 | 4.88× | — | 128x1 tuned |");
+    const std::string general = section(md, "## 2b.");
+    expect_has(general, "| 8K/rgb.aos/random9/replicate | conv.register_window_async | 318 | 7.95× | 12.6% | 1.20× | 4.88× | — | 128x1 tuned |");
+    expect_has(general, "| 8K/rgb.aos/random9/replicate | conv.tile_fp32 | 900 | 22.50× | 4.4% | 3.40× | 1.73× | — | 32x8 tuned |");
+    expect_has(general, "| 8K/rgb.aos/random9/replicate | npp.filter32f | 1553 |");
+    // SoA has no NPP row to pair with.
+    expect_has(general, "| 8K/rgb.soa/random9/replicate | conv.register_window_async | 330 | 8.25× | 12.1% | 1.25× | — | — | 128x1 tuned |");
+    EXPECT_LT(general.find("conv.register_window_async | 318"), general.find("conv.tile_fp32 | 900"));
+    EXPECT_LT(general.find("rgb.aos/random9"), general.find("rgb.soa/random9"));
+    // No sharpen rows in this file: the headline leaves the problem out without a note.
+    EXPECT_EQ(section(md, "## Headline").find("8K/rgb.aos/sharpen"), std::string::npos);
+    expect_has(md, "× roofline = median / `roofline_us`");
 }
 
 TEST_F(Report, MissingNppRowsShowADashAndANote) {
     const std::string md = report_of(bench_json(gpu_rows(false), gpu_context("not built")));
     const std::string by_size = section(md, "## 1.");
-    expect_has(by_size, "| 8K | conv.halo_tiled | 100 | 2.50× | 40.0% | — | 1234× |");
+    expect_has(by_size, "| 8K | conv.halo_tiled | 100 | 2.50× | 40.0% | 2.50× | — | 1234× |");
     expect_has(by_size, "No NPP rows for these problems (NPP in this build: not built): speedup over NPP is —.");
-    expect_has(section(md, "## Headline"), "| conv.halo_tiled (fastest of 2) | 100 | 2.50× | 40.0% | — | — | 1234× |");
+    expect_has(section(md, "## Headline"), "| conv.halo_tiled (fastest of 2) | 100 | 2.50× | 40.0% | 2.50× | — | — | 1234× |");
     EXPECT_EQ(md.find("| npp."), std::string::npos) << "no NPP row in any table";
 }
 
@@ -226,7 +249,7 @@ TEST_F(Report, CpuOnlyFileGivesASensibleReport) {
     expect_has(section(md, "## Headline"),
                "8K/rgb.aos/gauss3/replicate: no klab variant row in this file (GPU: none); the CPU reference took "
                "cpu.reference_mt 8050 µs, cpu.reference 51000 µs.");
-    expect_has(section(md, "## 1."), "| 8K | cpu.reference | 51000 | — | — | — | — | 1 thread |");
+    expect_has(section(md, "## 1."), "| 8K | cpu.reference | 51000 | — | — | — | — | — | 1 thread |");
     expect_has(section(md, "## 3."), "_Skipped: this file has no rows for conv.global");
     expect_has(section(md, "## 5."), "_Skipped: this file has no rows for forced block shapes");
     EXPECT_EQ(md.find("No NPP rows"), std::string::npos) << "no klab rows to compare with NPP";
@@ -321,7 +344,7 @@ TEST_F(Report, MaskSizeSeriesGoToTheirPanels) {
         rows.push_back({"npp.gauss/8K/rgb.aos/gauss" + std::to_string(k) + "/replicate", {100.0 * k}, {}, ""});
     }
     const std::string md = report_of(bench_json(rows, gpu_context()));
-    expect_has(section(md, "## 2."), "| HD | 7×7 | conv.global | 70.0 | — | — | — | — | — |");
+    expect_has(section(md, "## 2."), "| HD | 7×7 | conv.global | 70.0 | — | — | — | — | — | — |");
     const json plots = json::parse(read(dir / "plot-data.json")).at("plots");
     ASSERT_EQ(plots.size(), 2u);
     const json& mask = plots.at(1);

@@ -13,9 +13,11 @@
 // OpConformanceTables.EveryVariantSupportsEveryCaseOfItsOp (CPU only) holds every sobel and integral
 // variant to every case of its op's table, so that a supports() refusing problems cannot shrink the
 // suite silently. Large images are checked in OpsLargeImages (not on the reduced table): each
-// variant once on 8K, integral.scan past u32 on 3 channels AoS and SoA, and conv.box_integral where
-// its u32 summed-area table wraps.
-// sobel.fused's square-root rounding is checked for every possible sum in test_conformance_ops_sqrt.cu.
+// variant once on 8K, the integral variants past u32 on 3 channels AoS and SoA, integral.lookback's
+// look-back over more than one window of tiles, and conv.box_integral where its u32 summed-area
+// table wraps.
+// sobel.fused's square-root rounding is checked for every possible sum in test_conformance_ops_sqrt.cu,
+// sobel.register_window's arithmetic in test_sobel_register_window_arithmetic.cu.
 //
 // KLAB_CONFORMANCE_TABLE=reduced selects small tables for compute-sanitizer runs.
 // Case names start with the variant's file stem and "__", so that tests/CMakeLists.txt runs them
@@ -29,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -129,8 +132,10 @@ std::vector<OpCase> sobel_table(bool reduced) {
             for (const Border& b : borders) add_case(table, op_problem(Operation::sobel, w, h, kFormats[k++ % 6], b));
         return table;
     }
+    // 512 = 2 x 256: sobel.register_window's warps cover the width exactly, so that its register
+    // window (not the pixel-by-pixel path) meets the right edge; 37 rows end a 16-row strip early.
     for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 7}, std::pair{7, 1}, std::pair{2, 3}, std::pair{5, 5},
-                        std::pair{17, 13}, std::pair{33, 31}, std::pair{127, 65}, std::pair{640, 480}})
+                        std::pair{17, 13}, std::pair{33, 31}, std::pair{127, 65}, std::pair{512, 37}, std::pair{640, 480}})
         for (const Border& b : borders)
             for (const Format& f : kFormats) add_case(table, op_problem(Operation::sobel, w, h, f, b));
     std::size_t k = 0;
@@ -353,9 +358,8 @@ TEST(OpConformanceTables, CoverTheRequiredProblems) {
 }
 
 // Sobel and integral variants that by design refuse some problems of their op's table: which ones
-// and why. None today: sobel.3kernel, sobel.fused and integral.scan compute every problem of their
-// op (1/3/4 channels, AoS/SoA, every border, any size; their supports() return yes,
-// kernels/sobel_3kernel.cu, kernels/sobel_fused.cu, kernels/integral_scan.cu). A variant that must
+// and why. None today: the sobel and integral variants compute every problem of their op (1/3/4
+// channels, AoS/SoA, every border, any size; their supports() return yes). A variant that must
 // refuse some problems gets an entry here, with the reason; it must then refuse exactly those.
 struct OpRefusal {
     bool (*refuses)(const Problem&);
@@ -371,7 +375,8 @@ const std::map<std::string, OpRefusal> kOpRefusals = {};
 TEST(OpConformanceTables, EveryVariantSupportsEveryCaseOfItsOp) {
     // The variants of the issue are registered under their ops (else the loops below pass vacuously).
     for (auto [name, op] : {std::pair{"sobel.3kernel", Operation::sobel}, std::pair{"sobel.fused", Operation::sobel},
-                            std::pair{"integral.scan", Operation::integral}}) {
+                            std::pair{"sobel.register_window", Operation::sobel}, std::pair{"integral.scan", Operation::integral},
+                            std::pair{"integral.lookback", Operation::integral}}) {
         const Variant* variant = Registry::instance().find(name);
         ASSERT_NE(variant, nullptr) << name << " is not registered";
         EXPECT_EQ(variant->op(), op) << name;
@@ -419,11 +424,12 @@ TEST(OpConformanceTables, EveryVariantSupportsEveryCaseOfItsOp) {
     }
 }
 
-// --- conv.box_integral, exactly ----------------------------------------------------------------
-// verify_convolution would accept an off-by-one next to an fp32 rounding tie; this variant
-// promises identical results (its preamble proves why), so it is held to verify_exact, on every
-// border, box sizes from 1x1 to 31x31 (larger than the images), non-square boxes, and boxes whose
-// coefficient is not 1/n (saturating, negative, arbitrary).
+// --- the box variants, exactly -----------------------------------------------------------------
+// verify_convolution would accept an off-by-one next to an fp32 rounding tie; conv.box_integral
+// and conv.box_running_sums promise identical results (their preambles prove why), so they are
+// held to verify_exact, on every border, box sizes from 1x1 to 31x31 (larger than the images),
+// non-square boxes, and boxes whose coefficient is not 1/n: saturating, negative, arbitrary, and
+// 0.5 and 1/8, whose products m * S are exact ties at odd S (round half to even decides them).
 
 struct BoxCase {
     Problem problem;
@@ -440,10 +446,12 @@ Mask flat_mask(int w, int h, float value, const std::string& name) {
 std::vector<BoxCase> box_table(bool reduced) {
     std::vector<Mask> masks = {masks::box(1), masks::box(3), masks::box(9), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"),
                                flat_mask(15, 1, 1.0f / 15, "box15x1"), flat_mask(5, 5, 1.0f, "ones5"),
-                               flat_mask(7, 7, 0.0123f, "flat7_0_0123"), flat_mask(3, 3, -0.25f, "negative3")};
+                               flat_mask(7, 7, 0.0123f, "flat7_0_0123"), flat_mask(3, 3, -0.25f, "negative3"),
+                               flat_mask(1, 1, 0.5f, "half1"), flat_mask(3, 3, 0.125f, "eighth3"),
+                               flat_mask(5, 3, 300.0f, "saturating5x3")};
     std::vector<std::pair<int, int>> sizes = {{1, 1}, {2, 3}, {5, 5}, {17, 13}, {64, 48}, {127, 65}};
     if (reduced) {
-        masks = {masks::box(3), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7")};
+        masks = {masks::box(3), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"), flat_mask(3, 3, 0.125f, "eighth3")};
         sizes = {{2, 3}, {17, 13}};
     }
     std::vector<BoxCase> table;
@@ -464,22 +472,32 @@ const std::vector<BoxCase>& box_cases() {
     return cases;
 }
 
+// The variants that promise the reference's box results exactly.
+constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.box_running_sums"};
+
 std::vector<OpParam> box_params() {
     std::vector<OpParam> params;
-    const Variant* variant = Registry::instance().find("conv.box_integral");
-    if (variant == nullptr) return params;
-    for (std::size_t i = 0; i < box_cases().size(); ++i) params.push_back({variant, i});
+    for (const char* name : kExactBoxVariants) {
+        const Variant* variant = Registry::instance().find(name);
+        if (variant == nullptr) continue;
+        for (std::size_t i = 0; i < box_cases().size(); ++i) params.push_back({variant, i});
+    }
     return params;
 }
 
-class BoxIntegralExact : public ::testing::TestWithParam<OpParam> {
+// Both are registered (else the suite would shrink without a failure).
+TEST(BoxExactSuite, CoversBothBoxVariants) {
+    for (const char* name : kExactBoxVariants) EXPECT_NE(Registry::instance().find(name), nullptr) << name;
+}
+
+class BoxExact : public ::testing::TestWithParam<OpParam> {
 protected:
     void SetUp() override {
         if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
     }
 };
 
-TEST_P(BoxIntegralExact, EqualsTheReference) {
+TEST_P(BoxExact, EqualsTheReference) {
     const Variant& variant = *GetParam().variant;
     const BoxCase& c = box_cases()[GetParam().index];
     const Problem& problem = c.problem;
@@ -505,7 +523,7 @@ std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {
     return test::test_name(std::move(name));
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, BoxIntegralExact, ::testing::ValuesIn(box_params()), box_case_name);
+INSTANTIATE_TEST_SUITE_P(Variants, BoxExact, ::testing::ValuesIn(box_params()), box_case_name);
 
 // --- plans on two streams ----------------------------------------------------------------------
 // A variant with scratch memory gets it from its plan (LaunchPlan::scratch), never shared with
@@ -644,75 +662,121 @@ TEST_F(OpsLargeImages, IntegralScanOn8KGrayAndA4096SquareGray) {
     check_integral<std::uint32_t>(variant, c4k, variant.default_shape(c4k.problem));  // 16.8 M pixels: u32
 }
 
-TEST_F(OpsLargeImages, SobelOn8KRgb) {
-    const Problem problem = op_problem(Operation::sobel, k8KWidth, k8KHeight, kFormats[1], Border{BorderMode::replicate, 0});
-    const ImageU8 input = test::random_image(problem.shape, 81);
-    const ImageU8 expected = reference::sobel(input, problem.border, 0);
-    for (const char* name : {"sobel.fused", "sobel.3kernel"}) {
-        const Variant& variant = Registry::instance().get(name);
-        const ImageU8 actual = run_variant<std::uint8_t>(variant, problem, input, PitchKind::allocator,
-                                                         PitchKind::allocator, variant.default_shape(problem));
-        const Verification v = verify_exact(expected, actual);
-        EXPECT_TRUE(v.ok()) << name << ": " << v.summary();
+TEST_F(OpsLargeImages, SobelOn8KRgbAndGray) {
+    for (int channels : {3, 1}) {
+        const Problem problem = op_problem(Operation::sobel, k8KWidth, k8KHeight, kFormats[channels == 3 ? 1 : 0],
+                                           Border{BorderMode::replicate, 0});
+        const ImageU8 input = test::random_image(problem.shape, 81);
+        const ImageU8 expected = reference::sobel(input, problem.border, 0);
+        for (const char* name : {"sobel.register_window", "sobel.fused", "sobel.3kernel"}) {
+            const Variant& variant = Registry::instance().get(name);
+            const ImageU8 actual = run_variant<std::uint8_t>(variant, problem, input, PitchKind::allocator,
+                                                             PitchKind::allocator, variant.default_shape(problem));
+            const Verification v = verify_exact(expected, actual);
+            EXPECT_TRUE(v.ok()) << name << " on " << to_string(problem) << ": " << v.summary();
+        }
     }
 }
 
-TEST_F(OpsLargeImages, BoxIntegralOn8KRgbBox9) {
-    const Variant& variant = Registry::instance().get("conv.box_integral");
-    const Problem problem = convolve_problem(ImageShape{k8KWidth, k8KHeight, 3, Layout::aos}, masks::box(9),
-                                             Border{BorderMode::replicate, 0});
-    const ImageU8 input = test::random_image(problem.shape, 9);
-    DeviceImage<std::uint8_t> in(input);
-    DeviceImage<std::uint8_t> out(problem.shape);
-    const DeviceMask mask(*problem.mask);
-    run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, variant.default_shape(problem));
-    const Verification v = verify_exact(reference::convolve(input, *problem.mask, problem.border, 0), out.download());
-    EXPECT_TRUE(v.ok()) << v.summary();
+// integral.lookback on the study's problems: 8K gray (u64), 4096x4096 gray (u32) and 8K RGB AoS
+// (u64, 796 MB of output).
+TEST_F(OpsLargeImages, IntegralLookbackOn8KGrayRgbAndA4096SquareGray) {
+    const Variant& variant = Registry::instance().get("integral.lookback");
+    OpCase gray;
+    gray.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[0]);
+    gray.seed = 8;
+    check_integral<std::uint64_t>(variant, gray, variant.default_shape(gray.problem));
+    OpCase square;
+    square.problem = op_problem(Operation::integral, 4096, 4096, kFormats[0]);
+    square.seed = 4;
+    check_integral<std::uint32_t>(variant, square, variant.default_shape(square.problem));
+    OpCase rgb;
+    rgb.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[1]);
+    rgb.seed = 3;
+    check_integral<std::uint64_t>(variant, rgb, variant.default_shape(rgb.problem));
 }
 
-// integral.scan past u32 on colour images, both layouts: 4105x4104 (255*W*H just above 2^32, so
+// integral.lookback's look-back reads up to 32 predecessor tiles at a time: tiles of 32 rows
+// (block 32x1) make columns of more than 32 and 64 tiles, so that a look-back needs a second and a
+// third window of predecessors when none of the first window has published its inclusive values.
+// Gray AoS and RGB SoA (three planes of tiles one after another in ticket order), odd pitches.
+TEST_F(OpsLargeImages, IntegralLookbackAcrossMoreThanOneWindowOfTiles) {
+    const Variant& variant = Registry::instance().get("integral.lookback");
+    const LaunchShape one_warp{32, 1, {}};
+    for (const auto& [format, width, height] : {std::tuple{kFormats[0], 1500, 2100}, std::tuple{kFormats[4], 700, 1100}}) {
+        OpCase c;
+        c.problem = op_problem(Operation::integral, width, height, format);
+        c.input_pitch = PitchKind::odd;
+        c.output_pitch = PitchKind::tight;
+        c.seed = static_cast<std::uint32_t>(width);
+        SCOPED_TRACE(fmt::format("{} on {} with block 32x1", variant.name(), to_string(c.problem)));
+        check_integral<std::uint32_t>(variant, c, one_warp);
+    }
+}
+
+TEST_F(OpsLargeImages, BoxVariantsOn8KRgbBox9And31) {
+    for (int k : {9, 31}) {
+        const Problem problem = convolve_problem(ImageShape{k8KWidth, k8KHeight, 3, Layout::aos}, masks::box(k),
+                                                 Border{BorderMode::replicate, 0});
+        const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(k));
+        const ImageU8 expected = reference::convolve(input, *problem.mask, problem.border, 0);
+        DeviceImage<std::uint8_t> in(input);
+        const DeviceMask mask(*problem.mask);
+        for (const char* name : kExactBoxVariants) {
+            const Variant& variant = Registry::instance().get(name);
+            DeviceImage<std::uint8_t> out(problem.shape);
+            run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, variant.default_shape(problem));
+            const Verification v = verify_exact(expected, out.download());
+            EXPECT_TRUE(v.ok()) << name << " box" << k << ": " << v.summary();
+        }
+    }
+}
+
+// The integral variants past u32 on colour images, both layouts: 4105x4104 (255*W*H just above 2^32, so
 // u64; the table's u64 cases are gray and RGBA AoS), 3 channels AoS (the kernels' 3-element path)
 // and SoA (three gray planes). All-255 images give the largest sums; near-white ones keep every
 // channel past 2^32 while the channels differ, so that mixed-up channels show. Each 4105x4104x3
 // u64 output is 404 MB on the device and on the host; one run at a time, freed before the next.
-TEST_F(OpsLargeImages, IntegralScanU64OnRgbAosAndSoa) {
-    const Variant& variant = Registry::instance().get("integral.scan");
-    constexpr int kWidth = 4105;
-    constexpr int kHeight = 4104;
-    ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
-    struct Run {
-        Format format;
-        Fill fill;
-        PitchKind input_pitch;
-        PitchKind output_pitch;
-        bool awkward_shape;
-    };
-    const Run runs[] = {{kFormats[1], Fill::white, PitchKind::allocator, PitchKind::allocator, false},
-                        {kFormats[4], Fill::white, PitchKind::odd, PitchKind::tight, true},
-                        {kFormats[1], Fill::near_white, PitchKind::tight, PitchKind::odd, true},
-                        {kFormats[4], Fill::near_white, PitchKind::allocator, PitchKind::odd, false}};
-    for (const Run& r : runs) {
-        OpCase c;
-        c.problem = op_problem(Operation::integral, kWidth, kHeight, r.format);
-        c.input_pitch = r.input_pitch;
-        c.output_pitch = r.output_pitch;
-        c.fill = r.fill;
-        const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
-        SCOPED_TRACE(fmt::format("{} on {} ({}) with block {}, pitches {}/{}", variant.name(), to_string(c.problem),
-                                 r.fill == Fill::white ? "white" : "near white", to_string(shape),
-                                 to_string(c.input_pitch), to_string(c.output_pitch)));
-        {  // every channel's sum is past u32 (so the case needs u64 in each), and the channels differ
-            const ImageU8 input = input_of(c);
-            std::vector<unsigned long long> totals;
-            for (int ch = 0; ch < 3; ++ch) {
-                totals.push_back(channel_total(input, ch));
-                ASSERT_GT(totals.back(), 0xffffffffull) << "channel " << ch;
+TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
+    for (const char* name : {"integral.scan", "integral.lookback"}) {
+        const Variant& variant = Registry::instance().get(name);
+        constexpr int kWidth = 4105;
+        constexpr int kHeight = 4104;
+        ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
+        struct Run {
+            Format format;
+            Fill fill;
+            PitchKind input_pitch;
+            PitchKind output_pitch;
+            bool awkward_shape;
+        };
+        const Run runs[] = {{kFormats[1], Fill::white, PitchKind::allocator, PitchKind::allocator, false},
+                            {kFormats[4], Fill::white, PitchKind::odd, PitchKind::tight, true},
+                            {kFormats[1], Fill::near_white, PitchKind::tight, PitchKind::odd, true},
+                            {kFormats[4], Fill::near_white, PitchKind::allocator, PitchKind::odd, false}};
+        for (const Run& r : runs) {
+            OpCase c;
+            c.problem = op_problem(Operation::integral, kWidth, kHeight, r.format);
+            c.input_pitch = r.input_pitch;
+            c.output_pitch = r.output_pitch;
+            c.fill = r.fill;
+            const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
+            SCOPED_TRACE(fmt::format("{} on {} ({}) with block {}, pitches {}/{}", variant.name(), to_string(c.problem),
+                                     r.fill == Fill::white ? "white" : "near white", to_string(shape),
+                                     to_string(c.input_pitch), to_string(c.output_pitch)));
+            {  // every channel's sum is past u32 (so the case needs u64 in each), and the channels differ
+                const ImageU8 input = input_of(c);
+                std::vector<unsigned long long> totals;
+                for (int ch = 0; ch < 3; ++ch) {
+                    totals.push_back(channel_total(input, ch));
+                    ASSERT_GT(totals.back(), 0xffffffffull) << "channel " << ch;
+                }
+                if (r.fill == Fill::near_white) {
+                    ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
+                }
             }
-            if (r.fill == Fill::near_white) {
-                ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
-            }
+            check_integral<std::uint64_t>(variant, c, shape);
         }
-        check_integral<std::uint64_t>(variant, c, shape);
     }
 }
 

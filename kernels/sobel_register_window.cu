@@ -1,0 +1,430 @@
+// sobel.register_window — gray conversion, 3x3 Sobel gradients and magnitude, the window in registers.
+//
+// Technique: each thread owns a strip of kPixels (8) consecutive pixels of a row and walks down
+// (or up: strips alternate, so that two strips read the rows they share at the same time, the
+// second from L2) kRows (16) rows of it, holding the 3x3 window of its strip in registers: no
+// shared memory, no barrier. Outputs are streaming stores (evict-first in L2). A row of the strip is one word load per plane (8 bytes gray, 24 bytes RGB, 32 bytes RGBA,
+// as 8- and 16-byte loads), issued two rows (gray) or one row (colour) ahead of the row being
+// computed. The two halo columns come from the neighbouring lanes by warp shuffle (a warp's 32
+// lanes hold 256 consecutive pixels); lanes 0 and 31 read their outer neighbour themselves. Per pixel:
+//   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp4a byte dot products (the weights
+//           split into low and high bytes), then round-half-to-even of T / 5000 by a multiply-high:
+//           u = floor((T + 2500) / 5000) = umulhi(T + 2500, 858994), and T / 5000 is a tie (T + 2500
+//           a multiple of 5000) exactly when the low word (T + 2500) * 858994 < 858994, where the
+//           result is u & ~1. gray_bt709 rounds (2126 r + 7152 g + 722 b) / 10000 = 2T / 10000 the
+//           same way: the same value for all 2^24 colours (checked on the host while writing this,
+//           and on the device by tests/gpu/test_sobel_register_window_arithmetic.cu).
+//   window  gray values become exact floats 32768 + g by one byte permute (0x47000000 | g << 8);
+//           down the strip c = a(y) + a(y+1), s = c(y-1) + c(y) = a(y-1) + 2 a(y) + a(y+1) and
+//           d = c(y) - c(y-1) = a(y+1) - a(y-1); across it gx = s(x+1) - s(x-1) and
+//           gy = d(x-1) + 2 d(x) + d(x+1). The biases cancel and every value is an integer below
+//           2^18, exact in fp32, as is n = gx^2 + gy^2 <= 2 * 1020^2 < 2^24.
+//   output  n is clamped to 65280 (sqrt(65280) = 255.4995 rounds to 255; every n >= 65281 has a root
+//           above 255.5, which saturates to 255), r = sqrt.approx(n), and r + 1.5 * 2^23 rounds r to
+//           the nearest integer in the float's low byte (the FADD rounds to nearest at ulp 1), which
+//           the byte permutes that pack eight outputs into one 8-byte store pick up. No
+//           integer/float conversion instruction runs (they issue at a quarter of the FMA rate).
+// Exactness: gray and the gradients are exact integers (above). sqrt(n) of an integer n <= 65280
+// lies at least 0.25 / 511 = 4.9e-4 from any k + 1/2 ((k + 1/2)^2 is 1/4 from every integer), far
+// more than sqrt.approx's error there, so r rounds like the reference's double sqrt; the test above
+// checks every n from 0 to 2 * 1020^2 on the device.
+// Borders: a row outside the image is mapped once per row by border_index (a constant border's row
+// is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
+// rows all lie inside the image skip that. Lanes 0 and 31 map their outer neighbour the same way.
+// A warp whose 256 pixels reach past the right edge of the image, or whose rows are not aligned for
+// the word loads (an odd pitch), computes each output pixel from its nine gray values instead
+// (pixelwise_strip: the same arithmetic, border_index for every sample).
+// Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
+// the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
+// 512 (a warp's lanes lie along a row; k and m tuned); each thread computes 8 x 16 output pixels.
+// What it adds over sobel.fused (4 rows per thread, one byte load and one shared-memory gray value
+// per pixel, about 100 instructions per pixel by Nsight): word loads, 8 pixels x 16 rows per
+// thread, no shared memory, float arithmetic without conversions: by the SASS of the main loop,
+// about 16 instructions per gray pixel and 25 per colour pixel.
+// Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
+// (the squares need fp32, and converting back costs what the packing saves).
+// Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
+// flushed, tuned block 64x4, medians of 3): 8K gray 40.5 us (2.27x its copy floor; NPP's two
+// gradient calls 104.6 us: 2.6x faster; sobel.fused 103.5 us), 8K RGB AoS 60.1 us (1.86x; sobel.fused
+// 135 us). Nsight Compute, 8K gray: 33 MB read, 12 MB written, 26 M warp instructions, issue slots
+// 67% busy, 64 registers, occupancy 42%: close to issue-bound.
+#include <cstddef>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "harness/kernel_launch.hpp"
+#include "harness/variant.hpp"
+
+namespace klab {
+namespace {
+
+constexpr int kPixels = 8;   // consecutive pixels of a row per thread
+constexpr int kRows = 16;    // output rows per thread
+constexpr int kWarp = 32;
+constexpr int kMaxBlockThreads = 512;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr std::uint32_t kBiasBits = 0x47000000u;  // the float 32768; | g << 8 makes 32768 + g
+constexpr float kRoundMagic = 12582912.0f;        // 1.5 * 2^23: x + it holds round(x) in its low bits
+constexpr float kLargestUnsaturated = 65280.0f;   // the largest n whose root rounds to 255 or less
+
+// How a layout is read: SoA colour reads the R, G and B planes (alpha is not needed), one byte per
+// pixel each; AoS reads one plane of Channels bytes per pixel.
+template <int Channels, bool Soa>
+struct Reading {
+    static constexpr int kPlanes = Soa && Channels > 1 ? 3 : 1;
+    static constexpr int kStride = Soa ? 1 : Channels;  // bytes per pixel in a plane
+    static constexpr int kBytes = kPixels * kStride;    // bytes of a strip's row in a plane
+    static constexpr int kWords = kBytes / 4;
+    static constexpr std::uintptr_t kAlign = kBytes % 16 == 0 ? 16 : 8;  // of the vector loads
+};
+
+// One row of a thread's strip: the words of each plane, and the outer neighbour's pixel for lanes
+// 0 (left of the strip) and 31 (right of it), as r | g << 8 | b << 16 (gray: the byte).
+template <int Channels, bool Soa>
+struct RawRow {
+    using R = Reading<Channels, Soa>;
+    std::uint32_t w[R::kPlanes][R::kWords];
+    std::uint32_t halo;
+};
+
+// The input as the window addresses it: 32-bit row offsets (the caller checked the pitch).
+struct Source {
+    const std::uint8_t* data;
+    std::uint32_t pitch;
+    std::size_t plane_bytes;  // height * pitch: from one SoA plane to the next
+    int width;
+    int height;
+    Border border;
+};
+
+__device__ __forceinline__ const std::uint8_t* row_of(const Source& in, int sy) {
+    return in.data + static_cast<std::size_t>(static_cast<std::uint32_t>(sy)) * in.pitch;
+}
+
+// The pixel word of a constant border's value v: v for gray input, the colour (v, v, v) (whose
+// gray value is v) for colour input.
+template <int Channels>
+__device__ __forceinline__ std::uint32_t constant_pixel(Border border) {
+    return Channels == 1 ? border.value : border.value * 0x010101u;
+}
+
+// Pixel sx (inside the image) of the row starting at `row` (plane 0) as r | g << 8 | b << 16.
+template <int Channels, bool Soa>
+__device__ __forceinline__ std::uint32_t pixel_at(const std::uint8_t* row, std::size_t plane_bytes, int sx) {
+    if constexpr (Channels == 1) {
+        return __ldg(row + sx);
+    } else if constexpr (Soa) {
+        return __ldg(row + sx) | (__ldg(row + plane_bytes + sx) << 8) | (__ldg(row + 2 * plane_bytes + sx) << 16);
+    } else {
+        const std::uint8_t* p = row + static_cast<std::size_t>(sx) * Channels;
+        return __ldg(p) | (__ldg(p + 1) << 8) | (__ldg(p + 2) << 16);
+    }
+}
+
+// Pixel x (any column, border resolved) of the row starting at `row`.
+template <int Channels, bool Soa>
+__device__ __forceinline__ std::uint32_t pixel_or_border(const Source& in, const std::uint8_t* row, int x) {
+    int sx = x;
+    if (static_cast<unsigned>(x) >= static_cast<unsigned>(in.width)) {
+        sx = border_index(x, in.width, in.border.mode);
+        if (sx < 0) return constant_pixel<Channels>(in.border);
+    }
+    return pixel_at<Channels, Soa>(row, in.plane_bytes, sx);
+}
+
+// Loads row y of the strip at pixel x0 (inside the image, rows aligned for the vector loads) and
+// the lane's halo pixel. Interior: the caller knows y lies inside the image (no border mapping).
+template <int Channels, bool Soa, bool Interior>
+__device__ __forceinline__ void load_row(const Source& in, int y, int x0, int lane, RawRow<Channels, Soa>& raw) {
+    using R = Reading<Channels, Soa>;
+    const int sy = Interior ? y : border_index(y, in.height, in.border.mode);
+    if (!Interior && sy < 0) {  // a constant border's row: the value in every byte
+#pragma unroll
+        for (int p = 0; p < R::kPlanes; ++p)
+#pragma unroll
+            for (int i = 0; i < R::kWords; ++i) raw.w[p][i] = in.border.value * 0x01010101u;
+        raw.halo = constant_pixel<Channels>(in.border);
+        return;
+    }
+    const std::uint8_t* row = row_of(in, sy);
+#pragma unroll
+    for (int p = 0; p < R::kPlanes; ++p) {
+        const std::uint8_t* src = row + p * in.plane_bytes + x0 * R::kStride;
+        if constexpr (R::kBytes % 16 == 0) {
+#pragma unroll
+            for (int i = 0; i < R::kBytes / 16; ++i) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4*>(src) + i);
+                raw.w[p][4 * i] = v.x, raw.w[p][4 * i + 1] = v.y, raw.w[p][4 * i + 2] = v.z, raw.w[p][4 * i + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < R::kBytes / 8; ++i) {
+                const uint2 v = __ldg(reinterpret_cast<const uint2*>(src) + i);
+                raw.w[p][2 * i] = v.x, raw.w[p][2 * i + 1] = v.y;
+            }
+        }
+    }
+    raw.halo = 0;  // used by lanes 0 and 31 only
+    if (lane == 0 || lane == kWarp - 1) raw.halo = pixel_or_border<Channels, Soa>(in, row, lane == 0 ? x0 - 1 : x0 + kPixels);
+}
+
+// round-half-to-even((1063 r + 3576 g + 361 b) / 5000) = gray_bt709(r, g, b) for px = r | g << 8 | b << 16
+// (byte 3 ignored); see the preamble. tests/gpu/test_sobel_register_window_arithmetic.cu repeats it.
+__device__ __forceinline__ std::uint32_t gray_of(std::uint32_t px) {
+    const std::uint32_t low = __dp4a(px, 0x0069F827u, 2500u);  // 39 r + 248 g + 105 b + 2500
+    const std::uint32_t high = __dp4a(px, 0x00010D04u, 0u);    // 4 r + 13 g + 1 b
+    const std::uint32_t x = high * 256u + low;                 // T + 2500
+    const std::uint32_t u = __umulhi(x, 858994u);
+    return x * 858994u < 858994u ? (u & ~1u) : u;
+}
+
+__device__ __forceinline__ float biased(std::uint32_t gray) { return __uint_as_float(gray * 256u + kBiasBits); }  // = kBiasBits | gray << 8
+
+// Pixel k of the strip as r | g << 8 | b << 16 (byte 3 arbitrary), from the row's words.
+template <int Channels, bool Soa>
+__device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa>& raw, int k) {
+    if constexpr (Soa) {
+        const int i = k / 4, b = k % 4;
+        const std::uint32_t rg = __byte_perm(raw.w[0][i], raw.w[1][i], static_cast<unsigned>(b | (4 + b) << 4));
+        return __byte_perm(rg, raw.w[2][i], static_cast<unsigned>(0x10 | (4 + b) << 8));
+    } else {
+        constexpr int kWords = Reading<Channels, Soa>::kWords;
+        const int i = k * Channels / 4, s = k * Channels % 4;
+        const std::uint32_t next = i + 1 < kWords ? raw.w[0][i + 1] : raw.w[0][i];
+        return s == 0 ? raw.w[0][i] : __byte_perm(raw.w[0][i], next, static_cast<unsigned>(s | (s + 1) << 4 | (s + 2) << 8));
+    }
+}
+
+// The row's gray values as 32768 + g: g[1 .. kPixels] the strip, g[0] and g[kPixels + 1] its
+// neighbours (from the adjacent lanes, or the lane's own halo pixel at the warp's ends).
+template <int Channels, bool Soa>
+__device__ __forceinline__ void gray_row(const RawRow<Channels, Soa>& raw, int lane, float (&g)[kPixels + 2]) {
+#pragma unroll
+    for (int k = 0; k < kPixels; ++k) {
+        if constexpr (Channels == 1) {
+            g[k + 1] = __uint_as_float(__byte_perm(raw.w[0][k / 4], kBiasBits, static_cast<unsigned>(0x7504 | (k % 4) << 4)));
+        } else {
+            g[k + 1] = biased(gray_of(strip_pixel(raw, k)));
+        }
+    }
+    const float left = __shfl_up_sync(kFullMask, g[kPixels], 1);
+    const float right = __shfl_down_sync(kFullMask, g[1], 1);
+    const float halo = biased(Channels == 1 ? raw.halo : gray_of(raw.halo));
+    g[0] = lane == 0 ? halo : left;
+    g[kPixels + 1] = lane == kWarp - 1 ? halo : right;
+}
+
+__device__ __forceinline__ float sqrt_approx(float x) {
+    float r;
+    asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
+// A float whose low byte is saturate_round_u8(sqrt(gx^2 + gy^2)) (see the preamble).
+// tests/gpu/test_sobel_register_window_arithmetic.cu repeats it.
+__device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
+    const float n = fminf(fmaf(gy, gy, gx * gx), kLargestUnsaturated);
+    return __float_as_uint(sqrt_approx(n) + kRoundMagic);
+}
+
+// One output row: the window (a, c) advances by the gray row g of the next row in the walk, and
+// the row's eight outputs go to dst (one 8-byte streaming store where the output's rows are aligned
+// for it: evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
+// Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
+__device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[kPixels + 2], const float (&g)[kPixels + 2],
+                                            std::uint8_t* dst, bool aligned_store) {
+    std::uint32_t bits[kPixels];
+    float s_left = 0.0f, s_mid = 0.0f, d_left = 0.0f, d_mid = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPixels + 2; ++j) {
+        const float c_next = a[j] + g[j];
+        const float s = c[j] + c_next;  // a(y-1) + 2 a(y) + a(y+1)
+        const float d = c_next - c[j];  // a(y+1) - a(y-1)
+        c[j] = c_next;
+        a[j] = g[j];
+        if (j >= 2) bits[j - 2] = magnitude_bits(s - s_left, fmaf(2.0f, d_mid, d_left) + d);  // pixel j - 1
+        s_left = s_mid, s_mid = s;
+        d_left = d_mid, d_mid = d;
+    }
+    if (aligned_store) {
+        const std::uint32_t low = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
+        const std::uint32_t high = __byte_perm(__byte_perm(bits[4], bits[5], 0x0040u), __byte_perm(bits[6], bits[7], 0x0040u), 0x5410u);
+        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(low, high));
+    } else {
+#pragma unroll
+        for (int k = 0; k < kPixels; ++k) dst[k] = static_cast<std::uint8_t>(bits[k]);
+    }
+}
+
+// The register window over output rows [y_begin, y_end) of the strip at x0, walking down (Step 1)
+// or up (Step -1). Interior: every row it reads, y_begin - 1 ... y_end, lies inside the image.
+// Strips walk down and up in turn, so that two strips read the rows they share at about the same
+// time, both at the start of their walks or both at the end (the second read finds them in L2).
+template <int Channels, bool Soa, bool Interior, int Step>
+__device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_begin,
+                                             int y_end) {
+    using Raw = RawRow<Channels, Soa>;
+    constexpr int step = Step;
+    const bool aligned_store = (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 8 == 0;
+    const int rows = y_end - y_begin;
+    const int y_first = step > 0 ? y_begin : y_end - 1;  // the first output row of the walk
+    // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
+    // the previous row of the walk and the current row.
+    float a[kPixels + 2], c[kPixels + 2];
+    {
+        Raw raw;
+        float g[kPixels + 2];
+        load_row<Channels, Soa, Interior>(in, y_first - step, x0, lane, raw);
+        gray_row(raw, lane, g);
+        load_row<Channels, Soa, Interior>(in, y_first, x0, lane, raw);
+        gray_row(raw, lane, a);
+#pragma unroll
+        for (int j = 0; j < kPixels + 2; ++j) c[j] = g[j] + a[j];
+    }
+    // Rows in flight: ahead[r] holds the row after output row i + r in the walk (row y_first + (i +
+    // r + 1) * step) and is refilled kAhead rows further on once it has been used (the loop is
+    // unrolled by kAhead so that the rows stay in fixed registers). Gray rows keep two in flight
+    // (8 bytes per lane each); colour rows (24 and 32 bytes) keep one, which leaves the registers the
+    // colour conversion needs.
+    constexpr int kAhead = Channels == 1 ? 2 : 1;
+    Raw ahead[kAhead];
+#pragma unroll
+    for (int r = 0; r < kAhead; ++r) load_row<Channels, Soa, Interior>(in, y_first + (1 + r) * step, x0, lane, ahead[r]);
+    for (int i = 0; i < rows; i += kAhead) {
+#pragma unroll
+        for (int r = 0; r < kAhead; ++r) {
+            if (i + r >= rows) break;
+            float g[kPixels + 2];
+            gray_row(ahead[r], lane, g);
+            if (i + r + kAhead < rows) load_row<Channels, Soa, Interior>(in, y_first + (i + r + 1 + kAhead) * step, x0, lane, ahead[r]);
+            window_step(a, c, g, out.data + static_cast<std::size_t>(y_first + (i + r) * step) * out.pitch_bytes + x0, aligned_store);
+        }
+    }
+}
+
+// The gray value of pixel (x, y), border included.
+template <int Channels, bool Soa>
+__device__ __forceinline__ std::uint32_t gray_at(const ImageView<const std::uint8_t>& in, int x, int y, Border border) {
+    const int sx = border_index(x, in.shape.width, border.mode);
+    const int sy = border_index(y, in.shape.height, border.mode);
+    if (sx < 0 || sy < 0) return border.value;
+    std::uint32_t px;
+    if constexpr (Channels == 1) {
+        px = in.row(sy)[sx];
+    } else if constexpr (Soa) {
+        px = in.row(sy, 0)[sx] | (in.row(sy, 1)[sx] << 8) | (in.row(sy, 2)[sx] << 16);
+    } else {
+        const std::uint8_t* p = in.row(sy) + static_cast<std::size_t>(sx) * Channels;
+        px = p[0] | (p[1] << 8) | (p[2] << 16);
+    }
+    return Channels == 1 ? px : gray_of(px);
+}
+
+// The strip of a warp that reaches past the right edge, or of rows not aligned for the word loads:
+// each output pixel from its nine gray values, the border rule for each (no window).
+template <int Channels, bool Soa>
+__device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border,
+                                             int x0, int y_begin, int y_end) {
+    for (int y = y_begin; y < y_end; ++y) {
+#pragma unroll 1
+        for (int x = x0; x < min(x0 + kPixels, in.shape.width); ++x) {
+            int g[3][3];
+#pragma unroll
+            for (int j = 0; j < 3; ++j)
+#pragma unroll
+                for (int i = 0; i < 3; ++i) g[j][i] = static_cast<int>(gray_at<Channels, Soa>(in, x + i - 1, y + j - 1, border));
+            const int gx = (g[0][2] + 2 * g[1][2] + g[2][2]) - (g[0][0] + 2 * g[1][0] + g[2][0]);
+            const int gy = (g[2][0] + 2 * g[2][1] + g[2][2]) - (g[0][0] + 2 * g[0][1] + g[0][2]);
+            out.row(y)[x] = static_cast<std::uint8_t>(magnitude_bits(static_cast<float>(gx), static_cast<float>(gy)));
+        }
+    }
+}
+
+// At least two blocks of 512 threads per SM: at most 64 registers, which hold the window (and two
+// rows in flight) without spilling.
+template <int Channels, bool Soa>
+__global__ void __launch_bounds__(kMaxBlockThreads, 2)
+    sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border) {
+    using R = Reading<Channels, Soa>;
+    const int lane = static_cast<int>(threadIdx.x) % kWarp;
+    const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
+    const int y_begin = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
+    const int height = in.shape.height;
+    if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
+    const int y_end = min(y_begin + kRows, height);
+    // The window needs the warp's 256 pixels inside the image, rows aligned for the vector loads
+    // and 32-bit row offsets; the test is the same for the whole warp.
+    const int warp_end = x0 - lane * kPixels + kWarp * kPixels;
+    const bool windowed = warp_end <= in.shape.width && in.pitch_bytes <= 0xffffffffu &&
+                          (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0;
+    if (!windowed) {
+        if (x0 < in.shape.width) pixelwise_strip<Channels, Soa>(in, out, border, x0, y_begin, y_end);
+        return;
+    }
+    const Source source{in.data, static_cast<std::uint32_t>(in.pitch_bytes), static_cast<std::size_t>(height) * in.pitch_bytes,
+                        in.shape.width, height, border};
+    const bool down = (y_begin / kRows) % 2 == 0;  // strips walk down and up in turn
+    const bool interior = y_begin >= 1 && y_end + 1 <= height;
+    if (interior && down) {
+        window_strip<Channels, Soa, true, 1>(source, out, lane, x0, y_begin, y_end);
+    } else if (interior) {
+        window_strip<Channels, Soa, true, -1>(source, out, lane, x0, y_begin, y_end);
+    } else if (down) {
+        window_strip<Channels, Soa, false, 1>(source, out, lane, x0, y_begin, y_end);
+    } else {
+        window_strip<Channels, Soa, false, -1>(source, out, lane, x0, y_begin, y_end);
+    }
+}
+
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border);
+
+// One channel is the same memory in either layout.
+Kernel kernel_for(const Problem& problem) {
+    if (problem.shape.layout == Layout::soa) {
+        return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false>,
+                                   &sobel_register_window_kernel<3, true>, &sobel_register_window_kernel<4, true>);
+    }
+    return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false>,
+                               &sobel_register_window_kernel<3, false>, &sobel_register_window_kernel<4, false>);
+}
+
+class SobelRegisterWindow final : public Variant {
+public:
+    std::string name() const override { return "sobel.register_window"; }
+    Operation op() const override { return Operation::sobel; }
+    std::string technique() const override {
+        return "one kernel: 8 pixels x 16 rows per thread, the 3x3 window in registers, word loads, halo by warp shuffle";
+    }
+    Support supports(const Problem&) const override { return Support::yes(); }
+    TuningSpace tuning_space() const override {
+        TuningSpace space;
+        space.block_x = {32, 64, 128, 256, 512};
+        space.block_y = {1, 2, 4, 8, 16};
+        space.default_shape = LaunchShape{64, 4, {}};
+        return space;
+    }
+    Support check_shape(const Problem&, const LaunchShape& shape) const override {
+        if (shape.block_x % kWarp != 0 || shape.block_x * shape.block_y > kMaxBlockThreads) {
+            return Support::no(fmt::format("block {}x{}: the block is 32k x m threads, at most {} (a warp's lanes lie along "
+                                           "a row and trade their edge pixels by shuffle)",
+                                           shape.block_x, shape.block_y, kMaxBlockThreads));
+        }
+        return Support::yes();
+    }
+
+    std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
+        const dim3 grid(grid_side(problem.shape.width, shape.block_x * kPixels), grid_side(problem.shape.height, shape.block_y * kRows));
+        return {make_launch(kernel_for(problem), "sobel_register_window_kernel", grid, block_of(shape))};
+    }
+
+    void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border);
+    }
+};
+
+}  // namespace
+}  // namespace klab
+
+KLAB_REGISTER_VARIANT(klab::SobelRegisterWindow)
