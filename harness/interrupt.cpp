@@ -1,6 +1,7 @@
 #include "harness/interrupt.hpp"
 
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,6 +11,8 @@
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "harness/error.hpp"
 
 namespace klab {
 
@@ -30,6 +33,10 @@ struct TempSlot {
     char path[4096];
 };
 std::array<TempSlot, 32> g_temp_files;
+
+// The children to pass signals on to (0: a free slot).
+std::array<std::atomic<pid_t>, 64> g_children{};
+static_assert(std::atomic<pid_t>::is_always_lock_free);
 
 void remove_temp_files() {
     for (TempSlot& slot : g_temp_files) {
@@ -54,6 +61,9 @@ const char* handled_signal_name(int signal) {
 }
 
 void on_signal(int signal) {
+    for (std::atomic<pid_t>& child : g_children) {
+        if (const pid_t pid = child.load(); pid > 0) ::kill(pid, signal);
+    }
     int none = 0;
     if (g_graceful_depth.load() > 0 && g_recorded_signal.compare_exchange_strong(none, signal)) {
         write_stderr("\nklab: ");
@@ -128,6 +138,22 @@ TempFileRegistration::TempFileRegistration(const std::string& path) : slot_(-1) 
 
 TempFileRegistration::~TempFileRegistration() {
     if (slot_ >= 0) g_temp_files[static_cast<std::size_t>(slot_)].state.store(kFree);
+}
+
+ChildRegistration::ChildRegistration(pid_t pid) : slot_(-1) {
+    for (std::size_t i = 0; i < g_children.size(); ++i) {
+        pid_t free = 0;
+        if (g_children[i].compare_exchange_strong(free, pid)) {
+            slot_ = static_cast<int>(i);
+            return;
+        }
+    }
+    throw Error(fmt::format("more than {} child processes to pass signals on to", g_children.size()),
+                fmt::format("at most {} (one per device)", g_children.size()));
+}
+
+ChildRegistration::~ChildRegistration() {
+    if (slot_ >= 0) g_children[static_cast<std::size_t>(slot_)].store(0);
 }
 
 }  // namespace klab

@@ -10,7 +10,10 @@
 // records). A second signal ends the process at once, as outside a scope.
 //
 // A signal ignored when the process starts (nohup, a background job of a non-interactive shell)
-// stays ignored.
+// stays ignored. Child processes registered with ChildRegistration (the per-device processes of
+// `--device all`) receive every such signal klab receives, so that they stop as it does.
+#include <sys/types.h>
+
 #include <csignal>
 #include <stdexcept>
 #include <string>
@@ -64,6 +67,20 @@ public:
     ~TempFileRegistration();
     TempFileRegistration(const TempFileRegistration&) = delete;
     TempFileRegistration& operator=(const TempFileRegistration&) = delete;
+
+private:
+    int slot_;
+};
+
+// A child process that is sent every SIGINT, SIGTERM and SIGHUP klab receives while registered.
+// Start it in a process group of its own (a terminal's Ctrl-C then reaches it once, through klab),
+// and unregister it before reaping it (waitpid), so that its pid cannot have been reused.
+class ChildRegistration {
+public:
+    explicit ChildRegistration(pid_t pid);
+    ~ChildRegistration();
+    ChildRegistration(const ChildRegistration&) = delete;
+    ChildRegistration& operator=(const ChildRegistration&) = delete;
 
 private:
     int slot_;

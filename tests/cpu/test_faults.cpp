@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -28,6 +29,7 @@
 
 #include "autotune/tuning_cache.hpp"
 #include "cli/apply_batch.hpp"
+#include "cli/device_fanout.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/synth.hpp"
@@ -383,6 +385,45 @@ TEST_F(CacheFaults, ASecondSignalDuringAStoreLeavesTheCacheAsItWas) {
     ::close(lock);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << describe_status(status) << "\n" << b->output();
     EXPECT_EQ(stored(), (std::set<std::string>{"A.0", "A.1"}));
+    EXPECT_TRUE(temporary_files(results()).empty());
+}
+
+// `klab tune --device all` runs one klab tune per device (cli/device_fanout.hpp) in process groups
+// of their own: a signal to klab reaches each of them once, through klab, and each stops after
+// its store as klab tune does. Two cache writers stand in for the per-device tuners here; the
+// signal comes as soon as the cache holds a record. (A death test: the recorded signal stays in
+// the process that received it.)
+TEST_F(CacheFaults, ASignalToKlabReachesItsPerDeviceProcessesOnce) {
+    const fs::path file = cache();
+    const std::string folder = results().string();
+    EXPECT_EXIT(
+        {
+            install_interrupt_handlers();
+            const GracefulStop graceful;
+            std::thread([file] {
+                for (std::vector<std::string> warnings;; warnings.clear()) {
+                    if (fs::exists(file) && !autotune::TuningCache::load_file(file, warnings).records().empty()) break;
+                }
+                ::kill(::getpid(), SIGINT);
+            }).detach();
+            const std::vector<cli::ChildResult> outcomes =
+                cli::run_children({{"a", {KLAB_CACHE_WRITER_PATH, folder, "A", "1000"}},
+                                   {"b", {KLAB_CACHE_WRITER_PATH, folder, "B", "1000"}}});
+            const bool both_stopped_by_it = outcomes.size() == 2 && outcomes[0].how == "killed by signal 2" &&
+                                            outcomes[1].how == "killed by signal 2";
+            std::_Exit(both_stopped_by_it ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
+    const std::set<std::string> names = stored();
+    EXPECT_GE(names.size(), 1u);
+    EXPECT_LT(names.size(), 2000u);
+    for (const char* writer_name : {"A", "B"}) {  // each writer's records are a run from 0: none lost
+        std::size_t count = 0;
+        while (names.count(fmt::format("{}.{}", writer_name, count)) == 1) ++count;
+        EXPECT_EQ(count, static_cast<std::size_t>(std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+                      return n.rfind(std::string(writer_name) + ".", 0) == 0;
+                  })));
+    }
     EXPECT_TRUE(temporary_files(results()).empty());
 }
 
