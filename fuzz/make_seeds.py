@@ -231,6 +231,7 @@ def spec_seeds():
         "mirror": "mirror", "block": "32x8", "class": "HD/3x3/c3/aos", "class_rect": "8K/31x1/c4/soa",
         "box_even": "box:4", "sigma_tiny": "gaussian:5:0.0001", "amount_negative": "unsharp:3:1:-1",
         "constant_256": "constant:256", "block_1025": "1025x1", "class_bad": "HD/3x3/c2/aos",
+        "class_sobel": "sobel/8K/c1/aos", "class_integral": "integral/8K/c3/soa/u64", "class_integral_hd_u64": "integral/HD/c1/aos/u64",
     }
     for name, text in specs.items():
         write("spec", name + ".txt", text)
