@@ -110,7 +110,7 @@ std::string gpu_slug(std::string_view gpu_name) {
         }
     }
     while (!slug.empty() && slug.back() == '-') slug.pop_back();
-    if (slug.empty()) throw Error(fmt::format("a GPU name without letters or digits (\"{}\")", gpu_name), "a GPU name such as \"NVIDIA H200\"");
+    if (slug.empty()) throw Error(fmt::format("a GPU name without letters or digits (\"{}\")", printable(gpu_name)), "a GPU name such as \"NVIDIA H200\"");
     return slug;
 }
 

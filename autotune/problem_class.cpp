@@ -1,7 +1,7 @@
 #include "autotune/problem_class.hpp"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -26,7 +26,7 @@ const synth::Resolution& bucket_named(std::string_view name) {
     for (const synth::Resolution& r : synth::named_resolutions()) {
         if (r.name == name) return r;
     }
-    throw Error(fmt::format("resolution bucket \"{}\"", name), "480p, 720p, HD, 4K or 8K");
+    throw Error(fmt::format("resolution bucket \"{}\"", printable(name)), "480p, 720p, HD, 4K or 8K");
 }
 
 }  // namespace
@@ -42,7 +42,7 @@ std::string to_string(const ProblemClass& c) {
 }
 
 ProblemClass parse_problem_class(std::string_view text) {
-    const auto fail = [&] { return Error(fmt::format("problem class \"{}\"", text), kClassFormat); };
+    const auto fail = [&] { return Error(fmt::format("problem class \"{}\"", printable(text)), kClassFormat); };
     std::vector<std::string> parts;
     std::string part;
     for (char ch : text) {
@@ -54,6 +54,13 @@ ProblemClass parse_problem_class(std::string_view text) {
         }
     }
     parts.push_back(part);
+    // Decimal digits only: sscanf and stoi would also take spaces, signs and overflowing numbers.
+    const auto number = [&](std::string_view digits) {
+        int value = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (digits.empty() || digits[0] == '-' || ec != std::errc{} || end != digits.data() + digits.size()) throw fail();
+        return value;
+    };
     ProblemClass c;
     if (parts.front() == "sobel" || parts.front() == "integral") {
         c.op = parts.front() == "sobel" ? Operation::sobel : Operation::integral;
@@ -71,16 +78,15 @@ ProblemClass parse_problem_class(std::string_view text) {
     }
     try {
         c.resolution = bucket_named(parts[0]).name;
-        int consumed = 0;
-        if (c.op == Operation::convolve &&
-            (std::sscanf(parts[1].c_str(), "%dx%d%n", &c.mask_width, &c.mask_height, &consumed) != 2 ||
-             consumed != static_cast<int>(parts[1].size()))) {
-            throw fail();
+        if (c.op == Operation::convolve) {
+            const std::string_view mask = parts[1];
+            const std::size_t x = mask.find('x');
+            if (x == std::string_view::npos) throw fail();
+            c.mask_width = number(mask.substr(0, x));
+            c.mask_height = number(mask.substr(x + 1));
         }
         if (parts[2].size() < 2 || parts[2][0] != 'c') throw fail();
-        std::size_t used = 0;
-        c.channels = std::stoi(parts[2].substr(1), &used);
-        if (used + 1 != parts[2].size()) throw fail();
+        c.channels = number(std::string_view(parts[2]).substr(1));
         c.layout = parse_layout(parts[3]);
     } catch (const std::exception&) {
         throw fail();
@@ -111,7 +117,7 @@ int resolution_rank(std::string_view bucket) {
     for (std::size_t i = 0; i < all.size(); ++i) {
         if (all[i].name == bucket) return static_cast<int>(i);
     }
-    throw Error(fmt::format("resolution bucket \"{}\"", bucket), "480p, 720p, HD, 4K or 8K");
+    throw Error(fmt::format("resolution bucket \"{}\"", printable(bucket)), "480p, 720p, HD, 4K or 8K");
 }
 
 ProblemClass problem_class(const Problem& problem) {

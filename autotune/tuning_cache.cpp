@@ -1,6 +1,7 @@
 #include "autotune/tuning_cache.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cerrno>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "autotune/gpu_model.hpp"
+#include "autotune/json_limits.hpp"
 #include "harness/cuda_check.hpp"
 #include "harness/device_info.hpp"
 #include "harness/error.hpp"
@@ -38,6 +41,37 @@ constexpr int kVersion = 1;
 // JSON <-> records. Reading uses .at() and typed get<>() throughout, so a missing field or a
 // wrong type throws json::exception, which the loader turns into a rejected file.
 
+// An integer field. get<int>() of 1e300, or of -1 into a size_t, would convert out of range
+// (undefined behaviour for a float): anything but an integer within Int's range is a damaged file.
+template <class Int>
+Int integer(const json& value, const char* what) {
+    using Limits = std::numeric_limits<Int>;
+    bool in_range = false;
+    if (value.is_number_unsigned()) {
+        in_range = value.get<std::uint64_t>() <= static_cast<std::uint64_t>(Limits::max());
+    } else if (value.is_number_integer()) {
+        const std::int64_t v = value.get<std::int64_t>();
+        in_range = v >= 0 ? static_cast<std::uint64_t>(v) <= static_cast<std::uint64_t>(Limits::max())
+                          : Limits::is_signed && v >= static_cast<std::int64_t>(Limits::min());
+    }
+    if (!in_range) {
+        throw json::other_error::create(
+            501, fmt::format("{} is not an integer from {} to {}", what, Limits::min(), Limits::max()), &value);
+    }
+    return value.get<Int>();  // exact: in range
+}
+
+template <class Int>
+Int integer_at(const json& object, const char* key) {
+    return integer<Int>(object.at(key), key);
+}
+
+// `text` as a decimal number of digits only, into `value`; false for anything else.
+bool parse_digits(std::string_view text, int& value) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return !text.empty() && text[0] != '-' && ec == std::errc{} && end == text.data() + text.size();
+}
+
 json shape_json(const LaunchShape& s) {
     json parameters = json::object();
     for (const auto& [name, value] : s.parameters) parameters[name] = value;
@@ -48,9 +82,9 @@ LaunchShape shape_from(const json& j) {
     LaunchShape s;
     const json& block = j.at("block");
     if (!block.is_array() || block.size() != 2) throw json::other_error::create(501, "block is not [x, y]", &j);
-    s.block_x = block.at(0).get<int>();
-    s.block_y = block.at(1).get<int>();
-    for (const auto& [name, value] : j.at("parameters").items()) s.parameters.emplace_back(name, value.get<int>());
+    s.block_x = integer<int>(block.at(0), "block x");
+    s.block_y = integer<int>(block.at(1), "block y");
+    for (const auto& [name, value] : j.at("parameters").items()) s.parameters.emplace_back(name, integer<int>(value, "a parameter"));
     return s;
 }
 
@@ -72,11 +106,11 @@ std::vector<KernelRecord> kernels_from(const json& list) {
     for (const json& k : list) {
         KernelRecord r;
         r.name = k.at("name").get<std::string>();
-        r.resources.registers_per_thread = k.at("registers_per_thread").get<int>();
-        r.resources.static_shared_bytes = k.at("static_shared_bytes").get<std::size_t>();
-        r.dynamic_shared_bytes = k.at("dynamic_shared_bytes").get<std::size_t>();
-        r.resources.local_bytes_per_thread = k.at("local_bytes_per_thread").get<std::size_t>();
-        r.resources.max_threads_per_block = k.at("max_threads_per_block").get<int>();
+        r.resources.registers_per_thread = integer_at<int>(k, "registers_per_thread");
+        r.resources.static_shared_bytes = integer_at<std::size_t>(k, "static_shared_bytes");
+        r.dynamic_shared_bytes = integer_at<std::size_t>(k, "dynamic_shared_bytes");
+        r.resources.local_bytes_per_thread = integer_at<std::size_t>(k, "local_bytes_per_thread");
+        r.resources.max_threads_per_block = integer_at<int>(k, "max_threads_per_block");
         out.push_back(std::move(r));
     }
     return out;
@@ -102,15 +136,16 @@ MeasuredCandidate candidate_from(const json& j) {
     c.us.median = j.at("median_us").get<double>();
     c.us.q1 = j.at("q1_us").get<double>();
     c.us.q3 = j.at("q3_us").get<double>();
-    c.samples = j.at("samples").get<int>();
+    c.samples = integer_at<int>(j, "samples");
     c.remeasured = j.at("remeasured").get<bool>();
     c.occupancy.fraction = j.at("occupancy").get<double>();
-    c.occupancy.blocks_per_sm = j.at("blocks_per_sm").get<int>();
+    c.occupancy.blocks_per_sm = integer_at<int>(j, "blocks_per_sm");
     c.occupancy.limited_by = j.at("occupancy_limited_by").get<std::string>();
     c.kernels = kernels_from(j.at("kernels"));
-    // Values no tuner writes: a damaged file, never to be used.
-    const int threads = c.shape.block_x * c.shape.block_y;
-    const bool sane = c.shape.block_x >= 1 && c.shape.block_y >= 1 && threads <= 1024 && std::isfinite(c.us.median) &&
+    // Values no tuner writes: a damaged file, never to be used. (Sides up to 1024 first: their
+    // product cannot overflow.)
+    const bool sane = c.shape.block_x >= 1 && c.shape.block_y >= 1 && c.shape.block_x <= 1024 && c.shape.block_y <= 1024 &&
+                      c.shape.block_x * c.shape.block_y <= 1024 && std::isfinite(c.us.median) &&
                       c.us.q1 > 0.0 && c.us.q1 <= c.us.median && c.us.median <= c.us.q3 && std::isfinite(c.us.q3) &&
                       c.samples >= 1 && c.occupancy.fraction > 0.0 && c.occupancy.fraction <= 1.0 && !c.kernels.empty();
     if (!sane) throw json::other_error::create(501, "a candidate with impossible values (block, times, samples or occupancy)", &j);
@@ -135,13 +170,16 @@ json gpu_json(const GpuIdentity& g) {
 GpuIdentity gpu_from(const json& j) {
     GpuIdentity g;
     g.name = j.at("name").get<std::string>();
+    // "M.m", digits only (sscanf's %d would take signs, spaces and overflowing numbers).
     const std::string cc = j.at("compute_capability").get<std::string>();
-    if (std::sscanf(cc.c_str(), "%d.%d", &g.cc_major, &g.cc_minor) != 2) {
+    const std::size_t dot = cc.find('.');
+    if (dot == std::string::npos || !parse_digits(std::string_view(cc).substr(0, dot), g.cc_major) ||
+        !parse_digits(std::string_view(cc).substr(dot + 1), g.cc_minor)) {
         throw json::other_error::create(501, "compute_capability is not \"M.m\"", &j);
     }
-    g.sm_count = j.at("sm_count").get<int>();
-    g.driver_version = j.at("driver_version").get<int>();
-    g.runtime_version = j.at("runtime_version").get<int>();
+    g.sm_count = integer_at<int>(j, "sm_count");
+    g.driver_version = integer_at<int>(j, "driver_version");
+    g.runtime_version = integer_at<int>(j, "runtime_version");
     return g;
 }
 
@@ -188,8 +226,8 @@ TuningRecord record_from(const json& j) {
     if (!j.at("rule_cost").is_null()) r.rule_cost = j.at("rule_cost").get<double>();
     r.default_shape = optional_candidate_from(j.at("default_shape"));
     r.kernels_seen = kernels_from(j.at("kernels_seen"));
-    r.candidates_measured = j.at("candidates_measured").get<int>();
-    r.candidates_excluded = j.at("candidates_excluded").get<int>();
+    r.candidates_measured = integer_at<int>(j, "candidates_measured");
+    r.candidates_excluded = integer_at<int>(j, "candidates_excluded");
     for (const json& c : j.at("invalid")) r.invalid.push_back({shape_from(c.at("shape")), c.at("reason").get<std::string>()});
     r.tuned_at = j.at("tuned_at").get<std::string>();
     r.klab_version = j.at("klab_version").get<std::string>();
@@ -202,39 +240,12 @@ bool same_key(const TuningRecord& a, const TuningRecord& b) {
            a.requested_min_occupancy == b.requested_min_occupancy;
 }
 
-// Parses a whole file; throws klab::Error saying why it is not a usable cache of `expected_slug`.
+// Reads and parses a whole file (TuningCache::parse).
 TuningCache parse_file(const fs::path& file, const std::string& expected_slug) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)), "a readable file");
+    if (!in) throw Error(fmt::format("cannot read {}: {}", printable(file.string()), std::strerror(errno)), "a readable file");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    TuningCache cache;
-    try {
-        const json root = json::parse(text);
-        if (!root.is_object() || root.value("format", std::string()) != kFormat) {
-            throw Error(fmt::format("{} is not a klab tuning cache (no \"format\": \"{}\")", file.string(), kFormat),
-                        "a file written by `klab tune`");
-        }
-        if (root.at("version").get<int>() != kVersion) {
-            throw Error(fmt::format("{} has version {} of the tuning-cache format", file.string(), root.at("version").dump()),
-                        fmt::format("version {}", kVersion));
-        }
-        for (const json& j : root.at("records")) {
-            TuningRecord record = record_from(j);
-            if (record.gpu.slug() != expected_slug) {
-                throw Error(fmt::format("{} holds a record of {} (folder {}), not of {}", file.string(), record.gpu.name,
-                                        record.gpu.slug(), expected_slug),
-                            "only records of the GPU its folder names: a cache is never shared between GPU models");
-            }
-            cache.merge(record);
-        }
-    } catch (const json::exception& e) {
-        throw Error(fmt::format("{} is corrupt or truncated: {}", file.string(), e.what()), "a complete file written by `klab tune`");
-    } catch (const Error& e) {
-        const std::string what = e.what();
-        if (what.find(file.string()) != std::string::npos) throw;
-        throw Error(fmt::format("{} is corrupt: {}", file.string(), what));  // e.g. a bad problem class
-    }
-    return cache;
+    return TuningCache::parse(text, printable(file.string()), expected_slug);
 }
 
 std::string utc_now(const char* format) {
@@ -291,6 +302,37 @@ GpuIdentity current_gpu_identity() {
     KLAB_CUDA_CHECK(cudaDriverGetVersion(&g.driver_version));
     KLAB_CUDA_CHECK(cudaRuntimeGetVersion(&g.runtime_version));
     return g;
+}
+
+TuningCache TuningCache::parse(const std::string& text, const std::string& source, const std::string& expected_slug) {
+    TuningCache cache;
+    try {
+        const json root = parse_json_limited(text);
+        if (!root.is_object() || root.value("format", std::string()) != kFormat) {
+            throw Error(fmt::format("{} is not a klab tuning cache (no \"format\": \"{}\")", source, kFormat),
+                        "a file written by `klab tune`");
+        }
+        if (!root.at("version").is_number_integer() || root.at("version").get<std::int64_t>() != kVersion) {
+            throw Error(fmt::format("{} has version {} of the tuning-cache format", source, root.at("version").dump()),
+                        fmt::format("version {}", kVersion));
+        }
+        for (const json& j : root.at("records")) {
+            TuningRecord record = record_from(j);
+            if (record.gpu.slug() != expected_slug) {
+                throw Error(fmt::format("{} holds a record of {} (folder {}), not of {}", source, printable(record.gpu.name),
+                                        record.gpu.slug(), expected_slug),
+                            "only records of the GPU its folder names: a cache is never shared between GPU models");
+            }
+            cache.merge(record);
+        }
+    } catch (const json::exception& e) {
+        throw Error(fmt::format("{} is corrupt or truncated: {}", source, printable(e.what())), "a complete file written by `klab tune`");
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.find(source) != std::string::npos) throw;
+        throw Error(fmt::format("{} is corrupt: {}", source, what));  // e.g. a bad problem class
+    }
+    return cache;
 }
 
 TuningCache TuningCache::load_file(const fs::path& file, std::vector<std::string>& warnings) {

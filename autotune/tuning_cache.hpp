@@ -92,6 +92,9 @@ struct TuningRecord {
 
 class TuningCache {
 public:
+    // The text of one file; `source` names it in messages, `expected_slug` is the GPU folder it
+    // was read from. Throws klab::Error saying why it is not a usable cache (see above).
+    static TuningCache parse(const std::string& text, const std::string& source, const std::string& expected_slug);
     // One file. Any problem (see above) yields an empty cache and a warning in `warnings`.
     static TuningCache load_file(const std::filesystem::path& file, std::vector<std::string>& warnings);
     // Every <results_dir>/*/autotune.json; a missing directory is an empty cache, no warning.

@@ -1,12 +1,14 @@
 #include "bench/bench_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "autotune/json_limits.hpp"
 #include "autotune/statistics.hpp"
 #include "harness/error.hpp"
 
@@ -45,7 +47,7 @@ double microseconds_per_unit(const std::string& unit, const std::string& source)
     if (unit == "us") return 1.0;
     if (unit == "ms") return 1e3;
     if (unit == "s") return 1e6;
-    throw Error(source + ": unknown time_unit '" + unit + "'", "ns, us, ms or s");
+    throw Error(source + ": unknown time_unit '" + printable(unit) + "'", "ns, us, ms or s");
 }
 
 std::string as_text(const nlohmann::json& value) {
@@ -105,30 +107,25 @@ const BenchRun* BenchFile::find(std::string_view name) const {
     return nullptr;
 }
 
-BenchFile parse_bench_json(const std::string& text, const std::string& source) {
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        // e.g. a NaN counter, which Google Benchmark writes as the bare word NaN.
-        throw Error(fmt::format("{} is not JSON ({})", source, e.what()), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
-    }
-    if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
+namespace {
+
+BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
+    if (!doc.is_object() || !doc.contains("benchmarks") || !doc.at("benchmarks").is_array()) {
         throw Error(source + " has no \"benchmarks\" array", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
     }
     BenchFile file;
     file.source = source;
-    if (doc.contains("context") && doc["context"].is_object()) {
-        for (const auto& [key, value] : doc["context"].items()) file.context[key] = as_text(value);
+    if (doc.contains("context") && doc.at("context").is_object()) {
+        for (const auto& [key, value] : doc.at("context").items()) file.context[key] = as_text(value);
     }
     // Counters per benchmark, one vector per counter over the repetitions, for their medians.
     std::map<std::string, std::map<std::string, std::vector<double>>> counter_samples;
-    for (const nlohmann::json& entry : doc["benchmarks"]) {
-        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+    for (const nlohmann::json& entry : doc.at("benchmarks")) {
+        if (!entry.is_object() || !entry.contains("name") || !entry.at("name").is_string()) {
             throw Error(source + ": a benchmark entry without a name", "entries as Google Benchmark writes them");
         }
         if (entry.value("run_type", std::string("iteration")) != "iteration") continue;  // aggregates are recomputed
-        const std::string full_name = entry.value("run_name", entry["name"].get<std::string>());
+        const std::string full_name = entry.value("run_name", entry.at("name").get<std::string>());
         const std::string name(without_manual_time(full_name));
         auto it = std::find_if(file.runs.begin(), file.runs.end(), [&](const BenchRun& r) { return r.name == name; });
         if (it == file.runs.end()) {
@@ -143,11 +140,16 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
             it->error = entry.value("error_message", std::string("failed"));
             continue;
         }
-        if (!entry.contains("real_time") || !entry["real_time"].is_number()) {
-            throw Error(source + ": benchmark " + name + " has no real_time", "entries as Google Benchmark writes them");
+        if (!entry.contains("real_time") || !entry.at("real_time").is_number()) {
+            throw Error(source + ": benchmark " + printable(name) + " has no real_time", "entries as Google Benchmark writes them");
         }
-        const double scale = microseconds_per_unit(entry.value("time_unit", std::string("ns")), source);
-        it->samples_us.push_back(entry["real_time"].get<double>() * scale);
+        const double real_time = entry.at("real_time").get<double>();
+        const double us = real_time * microseconds_per_unit(entry.value("time_unit", std::string("ns")), source);
+        if (!(us >= 0.0) || !std::isfinite(us)) {
+            throw Error(fmt::format("{}: benchmark {} has the real_time {}", source, printable(name), real_time),
+                        "a time >= 0 (in microseconds within a double's range), as Google Benchmark writes it");
+        }
+        it->samples_us.push_back(us);
         for (const auto& [key, value] : entry.items()) {
             // Google Benchmark writes user counters as top-level numbers beside its own fields.
             static const char* const kOwnFields[] = {"family_index", "per_family_instance_index", "repetitions",
@@ -165,12 +167,31 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
     return file;
 }
 
+}  // namespace
+
+BenchFile parse_bench_json(const std::string& text, const std::string& source) {
+    nlohmann::json doc;
+    try {
+        doc = parse_json_limited(text);
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. a NaN counter, which Google Benchmark writes as the bare word NaN, or a number
+        // beyond a double's range.
+        throw Error(fmt::format("{} is not JSON ({})", source, printable(e.what())), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+    }
+    try {
+        return parse_document(doc, source);
+    } catch (const nlohmann::json::exception& e) {
+        // A field of another type than Google Benchmark writes (a numeric run_type, a string label...).
+        throw Error(fmt::format("{}: {}", source, printable(e.what())), "entries as Google Benchmark writes them");
+    }
+}
+
 BenchFile load_bench_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path.string(), "a readable Google Benchmark JSON file");
+    if (!in) throw Error("cannot read " + printable(path.string()), "a readable Google Benchmark JSON file");
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_bench_json(text.str(), path.string());
+    return parse_bench_json(text.str(), printable(path.string()));
 }
 
 }  // namespace klab::bench

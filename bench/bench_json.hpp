@@ -58,7 +58,8 @@ struct BenchFile {
 };
 
 // Parses Google Benchmark JSON text. Throws klab::Error naming `source` when it is not such a
-// file (not JSON, no "benchmarks" array, an entry without a name or time).
+// file (not JSON, nested deeper than 64 levels, no "benchmarks" array, an entry without a name or
+// time, a field of another type than Google Benchmark writes, a negative time).
 BenchFile parse_bench_json(const std::string& text, const std::string& source);
 BenchFile load_bench_file(const std::filesystem::path& path);  // throws klab::Error when unreadable
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -25,6 +26,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/io/image_io.hpp"
 
 namespace klab::cli {
@@ -40,6 +42,8 @@ std::string lower(std::string text) {
     for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return text;
 }
+
+constexpr const char* kListAllowed = "a text file with one image path (or directory) per line, '#' comment lines";
 
 bool has_image_extension(const fs::path& path) {
     const std::string extension = lower(path.extension().string());
@@ -69,25 +73,17 @@ std::vector<fs::path> directory_images(const fs::path& dir) {
     return found;
 }
 
-// --list: one path per line; blank lines and '#' lines skipped (a '#' inside a path is kept: file
-// names may contain it). Relative paths are relative to the working directory, as on the command line.
+// Reads the --list file and parses it.
 std::vector<std::string> read_list(const std::string& list_file) {
-    std::ifstream in(list_file);
+    std::ifstream in(list_file, std::ios::binary);
     if (!in) {
-        throw Error(fmt::format("cannot read --list '{}': {}", list_file, std::error_code(errno, std::generic_category()).message()),
-                    "a text file with one image path (or directory) per line, '#' comment lines");
+        throw Error(fmt::format("cannot read --list '{}': {}", printable(list_file), std::error_code(errno, std::generic_category()).message()),
+                    kListAllowed);
     }
-    std::vector<std::string> paths;
-    std::string line;
-    while (std::getline(in, line)) {
-        const auto not_space = [](unsigned char ch) { return std::isspace(ch) == 0; };
-        line.erase(line.begin(), std::find_if(line.begin(), line.end(), not_space));
-        line.erase(std::find_if(line.rbegin(), line.rend(), not_space).base(), line.end());
-        if (line.empty() || line.front() == '#') continue;
-        paths.push_back(line);
-    }
-    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", list_file));
-    return paths;
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", printable(list_file)), kListAllowed);
+    return parse_input_list(text.str(), printable(list_file));
 }
 
 // The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.
@@ -116,6 +112,27 @@ void prepare_out_dir(const fs::path& out_dir, const fs::path& first_output) {
 }
 
 }  // namespace
+
+std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file) {
+    std::vector<std::string> paths;
+    std::size_t line_number = 0;
+    while (!text.empty()) {
+        ++line_number;
+        const std::size_t end = std::min(text.find('\n'), text.size());
+        std::string_view line = text.substr(0, end);
+        text.remove_prefix(std::min(end + 1, text.size()));
+        // A path cannot hold a NUL byte: the system would read it as the end of a shorter path.
+        if (line.find('\0') != std::string_view::npos) {
+            throw Error(fmt::format("--list '{}': line {} holds a NUL byte", list_file, line_number), kListAllowed);
+        }
+        const auto is_space = [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; };
+        while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
+        while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
+        if (line.empty() || line.front() == '#') continue;
+        paths.emplace_back(line);
+    }
+    return paths;
+}
 
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
                                   const fs::path& out_dir, const std::string& format) {
@@ -325,6 +342,7 @@ void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) {
 
 void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers) {
     if (workers.empty()) throw Error("klab apply: a batch without a worker");
+    const GracefulStop graceful;  // a signal stops the batch between files (harness/interrupt.hpp)
     const std::size_t lanes = workers.size();
     BatchProgress progress(files.size());
     BoundedQueue<DecodedFile> decoded(2 * lanes);  // the readers stay at most two files per worker ahead
@@ -358,7 +376,7 @@ void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilte
     } joiner{decoded, finished, {&filterers, &writers, &readers}};
 
     const auto read_files = [&] {
-        for (std::size_t i = next_to_read++; i < files.size(); i = next_to_read++) {
+        for (std::size_t i = next_to_read++; i < files.size() && interrupt_signal() == 0; i = next_to_read++) {
             DecodedFile item;
             item.index = i;
             try {
@@ -374,7 +392,7 @@ void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilte
     const auto filter_files = [&](const BatchFilter& filter) {
         while (!stopped) {
             std::optional<DecodedFile> item = decoded.pop();
-            if (!item || stopped) break;
+            if (!item || stopped || interrupt_signal() != 0) break;  // what is filtered already is still written
             progress.start_file(files[item->index].input);
             ++attempted;
             FinishedFile result;
@@ -435,14 +453,16 @@ void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilte
     for (std::thread& t : readers) t.join();
     progress.close();
 
-    if (failed.empty()) {
-        fmt::print("{} of {} written\n", written, files.size());
-        return;
-    }
     std::sort(failed.begin(), failed.end());
     std::vector<std::string> names;
     for (std::size_t i : failed) names.push_back(files[i].input.string());
     const std::size_t skipped = files.size() - attempted;
+    throw_if_interrupted(fmt::format("{} of {} written{}; not processed: {} file(s)", written, files.size(),
+                                     names.empty() ? "" : fmt::format("; failed: {}", fmt::join(names, ", ")), skipped));
+    if (failed.empty()) {
+        fmt::print("{} of {} written\n", written, files.size());
+        return;
+    }
     throw Error(fmt::format("{} of {} written; failed: {}{}", written, files.size(), fmt::join(names, ", "),
                             skipped == 0 ? "" : fmt::format("; not processed after the batch stopped: {} file(s)", skipped)));
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/error.hpp"
@@ -30,6 +31,12 @@ inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
 // "" keeps each input's extension; two inputs writing one output, or an output that is its own
 // input, are refused), and `out_dir` (created when missing; it must be a writable directory).
 // Throws klab::Error naming the path and what is allowed.
+// The paths of a --list file's text: one per line, spaces around it trimmed; blank lines and lines
+// starting with '#' are skipped (a '#' inside a path is kept: file names may contain it). Relative
+// paths are relative to the working directory, as on the command line. Throws klab::Error naming
+// `list_file` and the line for a NUL byte.
+std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
+
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
                                   const std::filesystem::path& out_dir, const std::string& format);
 
@@ -55,7 +62,9 @@ struct BatchStop : Error {
 // writer threads as workers. Which worker filters which file depends on timing; what is written
 // does not. On a terminal (stderr) a one-line progress bar shows files done/total, the file
 // started last and the elapsed time. Ends with "N of M written": printed when all were written,
-// else thrown as klab::Error with the failed inputs (in the order of `files`).
+// else thrown as klab::Error with the failed inputs (in the order of `files`). After SIGINT,
+// SIGTERM or SIGHUP (harness/interrupt.hpp) no further file is read or filtered, the files already
+// filtered are written, and it throws klab::Interrupted saying how many were written.
 void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers);
 // One worker: `filter` on the calling thread, one reader, one writer.
 void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter);

@@ -30,6 +30,7 @@
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/synth.hpp"
 #include "harness/variant.hpp"
 
@@ -223,6 +224,15 @@ CandidateProgress terminal_progress(const std::string& label) {
     };
 }
 
+// After SIGINT, SIGTERM or SIGHUP (harness/interrupt.hpp) the tuner stops at its next candidate:
+// the job in progress is dropped, the records stored so far stay.
+CandidateProgress stopping_on_interrupt(CandidateProgress show) {
+    return [show](int done, int total, const LaunchShape& shape) {
+        if (const int signal = interrupt_signal(); signal != 0) throw Interrupted(signal, "");
+        if (show) show(done, total, shape);
+    };
+}
+
 std::string us_text(const MeasuredCandidate& m) { return fmt::format("{:.1f}", m.us.median); }
 
 void check_mask_sizes(const std::vector<int>& sizes) {
@@ -333,11 +343,14 @@ void run_tune(const TuneCliOptions& o) {
     std::vector<TuningRecord> done;
     std::vector<std::string> failures;
     const auto started = std::chrono::steady_clock::now();
+    const GracefulStop graceful;  // a signal stops the run between candidates, never inside a store
+    const auto kept = [&] { return fmt::format("{} of {} job(s) tuned and stored in {}", done.size(), jobs.size(), file.string()); };
     for (std::size_t i = 0; i < jobs.size(); ++i) {
+        throw_if_interrupted(kept());
         const Job& job = jobs[i];
         const std::string label = fmt::format("[{}/{}] {} {}", i + 1, jobs.size(), job.variant->name(), to_string(job.problem_class));
         try {
-            TuningRecord record = tuner.tune(*job.variant, job.problem_class, terminal_progress(label));
+            TuningRecord record = tuner.tune(*job.variant, job.problem_class, stopping_on_interrupt(terminal_progress(label)));
             std::vector<std::string> warnings;
             store(o.results, {record}, warnings);  // after every job: an interrupted run keeps what it measured
             for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
@@ -348,6 +361,8 @@ void run_tune(const TuneCliOptions& o) {
                                             : std::string(),
                        record.note.empty() ? std::string() : "; " + record.note);
             done.push_back(std::move(record));
+        } catch (const Interrupted& e) {
+            throw Interrupted(e.signal(), fmt::format("{}; {} was stopped and not stored", kept(), label));
         } catch (const CudaContextLost&) {
             throw;  // nothing more can run in this process; the records stored so far stay
         } catch (const Error& e) {
@@ -356,6 +371,7 @@ void run_tune(const TuneCliOptions& o) {
         }
         std::fflush(stdout);
     }
+    throw_if_interrupted(kept());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     fmt::print("\n{:<20} {:<16} {:<10} {:<18} {:>10} {:>10} {:>10}  {}\n", "variant", "problem", "best", "occupancy", "median us",

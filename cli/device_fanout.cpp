@@ -15,12 +15,14 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "autotune/gpu_model.hpp"
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 
 extern char** environ;  // the environment the children inherit (CUDA_VISIBLE_DEVICES among it)
 
@@ -129,6 +131,14 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
     };
     std::vector<Running> running(children.size());
     std::vector<ChildResult> results(children.size());
+    // Each child in a process group of its own: a terminal's Ctrl-C reaches klab alone, which
+    // passes every signal on to the children once (harness/interrupt.hpp), so that they stop as
+    // it does: gracefully at the first, at once at the second.
+    std::vector<std::unique_ptr<ChildRegistration>> signalled(children.size());
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
     for (std::size_t i = 0; i < children.size(); ++i) {
         const ChildProcess& child = children[i];
         int fds[2];
@@ -144,7 +154,7 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
         for (const std::string& a : child.argv) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         pid_t pid = -1;
-        const int rc = argv.size() > 1 ? posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) : EINVAL;
+        const int rc = argv.size() > 1 ? posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), environ) : EINVAL;
         posix_spawn_file_actions_destroy(&actions);
         close(fds[1]);
         if (rc != 0) {
@@ -153,7 +163,9 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
             continue;
         }
         running[i] = {pid, fds[0], {}, Clock::now()};
+        signalled[i] = std::make_unique<ChildRegistration>(pid);
     }
+    posix_spawnattr_destroy(&attributes);
 
     // Their output, a line at a time, as it comes.
     for (;;) {
@@ -192,6 +204,7 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
     for (std::size_t i = 0; i < running.size(); ++i) {
         if (running[i].pid < 0) continue;
         int status = 0;
+        signalled[i].reset();  // before it is reaped: its pid cannot have been reused yet
         while (waitpid(running[i].pid, &status, 0) < 0 && errno == EINTR) {
         }
         results[i].seconds = std::chrono::duration<double>(Clock::now() - running[i].start).count();
@@ -218,6 +231,7 @@ std::vector<std::string> run_per_device(const std::vector<DeviceJob>& jobs, cons
         children.push_back({child_label(job.share), args});
     }
     std::fflush(stdout);
+    const GracefulStop graceful;  // a signal, passed on to the children, stops them; the summary still comes
     const std::vector<ChildResult> results = run_children(children);
 
     fmt::print("\n");
@@ -234,6 +248,8 @@ std::vector<std::string> run_per_device(const std::vector<DeviceJob>& jobs, cons
         }
     }
     std::fflush(stdout);
+    throw_if_interrupted(fmt::format("{} of {} device(s) finished; each one's lines above say what it kept", jobs.size() - failed.size(),
+                                     jobs.size()));
     return failed;
 }
 

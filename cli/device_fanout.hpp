@@ -59,7 +59,9 @@ struct ChildResult {
 };
 
 // Starts every child at once (stdout and stderr into one pipe each), prints their lines on stdout
-// as they come, each prefixed with "[label] ", and waits for all of them.
+// as they come, each prefixed with "[label] ", and waits for all of them. Each child runs in a
+// process group of its own and receives every SIGINT, SIGTERM and SIGHUP klab does
+// (harness/interrupt.hpp): a terminal's Ctrl-C reaches it once, through klab.
 std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children);
 
 // This executable's path (/proc/self/exe), for starting klab again.
@@ -74,6 +76,8 @@ struct DeviceJob {
 // `klab ... --device all`: one child per job, `program` (this executable: own_executable()) started
 // with klab's command line, `--device N` and the job's options; then a summary line per job.
 // Returns one line per job that failed ("gpu 1 nvidia-l4: exit 2"), empty when all succeeded.
+// After a signal (passed on to the children, which stop as klab tune and klab run do) it prints
+// the summary, then throws klab::Interrupted.
 std::vector<std::string> run_per_device(const std::vector<DeviceJob>& jobs, const std::string& program);
 
 }  // namespace klab::cli

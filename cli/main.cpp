@@ -8,8 +8,11 @@
 #include "cli/commands.hpp"
 #include "cli/device_fanout.hpp"
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 
 int main(int argc, char** argv) {
+    // Ctrl-C or kill never leaves a temporary file behind; batches and tuning stop at a safe point.
+    klab::install_interrupt_handlers();
     CLI::App app{"klab: a lab for image-filter CUDA kernels (verify, tune, benchmark, apply)"};
     app.require_subcommand(1);
     klab::cli::set_command_line(argc, argv);  // `--device all` starts klab again with it
@@ -42,6 +45,10 @@ int main(int argc, char** argv) {
     } catch (const klab::Error& e) {
         fmt::print(stderr, "klab: {}\n", e.what());
         return 2;
+    } catch (const klab::Interrupted& e) {
+        // Everything is unwound (threads joined, files closed): end as the signal would have.
+        fmt::print(stderr, "klab: {}\n", e.what());
+        klab::exit_with_signal(e.signal());
     } catch (const std::exception& e) {
         fmt::print(stderr, "klab: unexpected failure: {}\n", e.what());
         return 3;

@@ -37,20 +37,20 @@ Border parse_border(std::string_view text) {
         Border border{mode, 0};
         if (!has_value) return border;
         if (mode != BorderMode::constant) {
-            throw Error(fmt::format("border '{}' takes no value", text), kAllowedBorders);
+            throw Error(fmt::format("border '{}' takes no value", printable(text)), kAllowedBorders);
         }
         const std::string_view digits = text.substr(name.size() + 1);
         int value = -1;
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
         if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || value < 0 ||
             value > 255) {
-            throw Error(fmt::format("border '{}' has a bad constant value '{}'", text, digits),
+            throw Error(fmt::format("border '{}' has a bad constant value '{}'", printable(text), printable(digits)),
                         kAllowedBorders);
         }
         border.value = static_cast<std::uint8_t>(value);
         return border;
     }
-    throw Error(fmt::format("unknown border mode '{}'", text), kAllowedBorders);
+    throw Error(fmt::format("unknown border mode '{}'", printable(text)), kAllowedBorders);
 }
 
 }  // namespace klab

@@ -3,6 +3,7 @@
 // allowed, so that a user can fix the input without reading the code.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace klab {
 
@@ -13,5 +14,24 @@ public:
     explicit Error(const std::string& problem, const std::string& allowed = {})
         : std::runtime_error(allowed.empty() ? problem : problem + "; allowed: " + allowed) {}
 };
+
+// Text read from a file or typed by a user, as a message quotes it: control characters (a NUL,
+// a line break, a terminal escape) written as \xHH, so that the message stays one whole line.
+inline std::string printable(std::string_view text) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        const auto byte = static_cast<unsigned char>(ch);
+        if (byte < 0x20 || byte == 0x7F) {
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xF];
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
 
 }  // namespace klab

@@ -40,7 +40,7 @@ T parse_number(std::string_view token, std::string_view spec, const char* what) 
     T value{};
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
     if (token.empty() || ec != std::errc{} || end != token.data() + token.size()) {
-        throw Error(fmt::format("filter '{}': {} '{}' is not a number", spec, what, token), kFilterSpecHelp);
+        throw Error(fmt::format("filter '{}': {} '{}' is not a number", printable(spec), what, printable(token)), kFilterSpecHelp);
     }
     return value;
 }
@@ -55,7 +55,7 @@ FilterSpec parse_filter_spec(std::string_view spec) {
     const std::size_t arguments = parts.size() - 1;
     const auto require_arguments = [&](std::size_t min, std::size_t max) {
         if (arguments < min || arguments > max) {
-            throw Error(fmt::format("filter '{}' has {} argument(s)", spec, arguments), kFilterSpecHelp);
+            throw Error(fmt::format("filter '{}' has {} argument(s)", printable(spec), arguments), kFilterSpecHelp);
         }
     };
     const auto side = [&] { return parse_number<int>(parts[1], spec, "size"); };
@@ -82,10 +82,10 @@ FilterSpec parse_filter_spec(std::string_view spec) {
         require_arguments(0, 0);
         result.operation = name == "sobel" ? Operation::sobel : Operation::integral;
     } else if (name == "mask") {
-        if (arguments < 1 || spec.size() <= 5) throw Error(fmt::format("filter '{}' names no file", spec), kFilterSpecHelp);
+        if (arguments < 1 || spec.size() <= 5) throw Error(fmt::format("filter '{}' names no file", printable(spec)), kFilterSpecHelp);
         result.mask = read_mask_file(std::string(spec.substr(5)));  // the file name may hold ':'
     } else {
-        throw Error(fmt::format("unknown filter '{}'", spec), kFilterSpecHelp);
+        throw Error(fmt::format("unknown filter '{}'", printable(spec)), kFilterSpecHelp);
     }
     return result;
 }

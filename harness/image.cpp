@@ -11,22 +11,22 @@ const char* to_string(Layout layout) { return layout == Layout::aos ? "aos" : "s
 Layout parse_layout(const std::string& text) {
     if (text == "aos") return Layout::aos;
     if (text == "soa") return Layout::soa;
-    throw Error(fmt::format("unknown layout '{}'", text), "aos (interleaved), soa (planar)");
+    throw Error(fmt::format("unknown layout '{}'", printable(text)), "aos (interleaved), soa (planar)");
 }
 
 std::string to_string(const ImageShape& shape) {
     return fmt::format("{}x{}x{} {}", shape.width, shape.height, shape.channels, to_string(shape.layout));
 }
 
-void validate_size(std::int64_t width, std::int64_t height, const std::string& context) {
+void validate_size(std::int64_t width, std::int64_t height, const std::string& context, std::int64_t max_pixels) {
     const std::string prefix = context.empty() ? std::string() : context + ": ";
     if (width < 1 || height < 1) {
         throw Error(fmt::format("{}image size {}x{} is empty", prefix, width, height), "width and height of at least 1");
     }
     // Compare sides first: with both sides <= 2^17 the product cannot overflow.
-    if (width > kMaxImageSide || height > kMaxImageSide || width * height > kMaxImagePixels) {
+    if (width > kMaxImageSide || height > kMaxImageSide || width * height > max_pixels) {
         throw Error(fmt::format("{}image size {}x{} exceeds klab's size limit", prefix, width, height),
-                    fmt::format("width and height up to {} and at most {} pixels in all", kMaxImageSide, kMaxImagePixels));
+                    fmt::format("width and height up to {} and at most {} pixels in all", kMaxImageSide, max_pixels));
     }
 }
 

@@ -49,10 +49,12 @@ inline bool operator!=(const ImageShape& a, const ImageShape& b) { return !(a ==
 
 std::string to_string(const ImageShape& shape);  // "640x480x3 aos"
 
-// Throws klab::Error unless 1 <= width, height <= kMaxImageSide and width*height <= kMaxImagePixels.
-// 64-bit, so that a size read from a file header is checked before anything narrows or allocates
-// it; `context` (e.g. the file name) starts the message when given.
-void validate_size(std::int64_t width, std::int64_t height, const std::string& context = {});
+// Throws klab::Error unless 1 <= width, height <= kMaxImageSide and width*height <= max_pixels
+// (kMaxImagePixels, or a lower limit where a caller sets one). 64-bit, so that a size read from a
+// file header is checked before anything narrows or allocates it; `context` (e.g. the file name)
+// starts the message when given.
+void validate_size(std::int64_t width, std::int64_t height, const std::string& context = {},
+                   std::int64_t max_pixels = kMaxImagePixels);
 // validate_size, and channels is 1, 3 or 4.
 void validate_shape(const ImageShape& shape);
 

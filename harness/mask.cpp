@@ -167,11 +167,11 @@ Mask parse_mask(std::string_view text, const std::string& source) {
             double value = 0.0;
             const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
             if (ec != std::errc{} || end != digits.data() + digits.size()) {
-                throw Error(fmt::format("{}:{}: '{}' is not a number", source, line_number, token),
+                throw Error(fmt::format("{}:{}: '{}' is not a number", source, line_number, printable(token)),
                             "rows of decimal numbers separated by spaces or commas, '#' comments, one 'divisor: D' line");
             }
             if (!std::isfinite(value) || std::fabs(value) > 3.4e38) {
-                throw Error(fmt::format("{}:{}: '{}' is not a finite number", source, line_number, token), "finite coefficients");
+                throw Error(fmt::format("{}:{}: '{}' is not a finite number", source, line_number, printable(token)), "finite coefficients");
             }
             numbers.push_back(value);
             rest.remove_prefix(length);
@@ -206,11 +206,11 @@ Mask parse_mask(std::string_view text, const std::string& source) {
 Mask read_mask_file(const std::filesystem::path& path) {
     std::ifstream file(path);
     if (!file) {
-        throw Error(fmt::format("cannot open mask file '{}'", path.string()), "a readable text file of mask rows");
+        throw Error(fmt::format("cannot open mask file '{}'", printable(path.string())), "a readable text file of mask rows");
     }
     std::ostringstream text;
     text << file.rdbuf();
-    return parse_mask(text.str(), path.string());
+    return parse_mask(text.str(), printable(path.string()));
 }
 
 std::optional<SeparableFactors> separate(const Mask& mask, double relative_tolerance) {

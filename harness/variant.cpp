@@ -91,7 +91,7 @@ std::string to_string(const LaunchShape& shape) {
 
 LaunchShape parse_block_shape(std::string_view text) {
     const auto fail = [&] {
-        return Error(fmt::format("block shape \"{}\"", text), "XxY with 1 <= X, Y <= 1024, e.g. 32x8");
+        return Error(fmt::format("block shape \"{}\"", printable(text)), "XxY with 1 <= X, Y <= 1024, e.g. 32x8");
     };
     const std::size_t sep = text.find('x');
     if (sep == std::string_view::npos) throw fail();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages klab builds with, and nothing when all are present (idempotent).
-# The CUDA Toolkit (nvcc) is not a Debian package here: it must already be installed.
+# The CUDA Toolkit (nvcc) is not a Debian package here: it must already be installed. Packages
+# named as arguments are installed too (.ci/run: clang for the fuzz preset, fuzz/README.md).
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libpng-dev libjpeg-dev libcli11-dev nlohmann-json3-dev
   python3-dev python3-venv  # the Python package: pip install . (docs/library.md)
+  "$@"
 )
 
 missing=()

@@ -9,12 +9,14 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/io/image_codec.hpp"
 
 namespace klab::io {
@@ -56,7 +58,8 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
-        throw Error(fmt::format("cannot open '{}' for reading: {}", path.string(), os_reason(error_number)));
+        throw Error(fmt::format("cannot open '{}' for reading: {}", printable(path.string()), os_reason(error_number)),
+                    "an existing, readable image file");
     }
     const ReadOnlyFile file{fd};
     std::vector<std::uint8_t> bytes;
@@ -70,7 +73,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
         if (n < 0) {
             if (errno == EINTR) continue;
             const int error_number = errno;
-            throw Error(fmt::format("cannot read '{}': {}", path.string(), os_reason(error_number)));
+            throw Error(fmt::format("cannot read '{}': {}", printable(path.string()), os_reason(error_number)), "a readable image file");
         }
         bytes.insert(bytes.end(), chunk, chunk + n);
     }
@@ -78,7 +81,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
 }
 
 // A temporary file beside the target; removed on destruction unless release() was called after a
-// successful rename.
+// successful rename, and by the signal handler if a signal ends the process meanwhile.
 class TempFile {
 public:
     TempFile(const fs::path& dir, const std::string& target_name, const fs::path& target) {
@@ -87,11 +90,13 @@ public:
         int error_number = 0;
         for (int attempt = 0; attempt < 100; ++attempt) {
             path_ = dir / fmt::format(".{}.{:06x}.tmp", target_name, six_hex_digits(random));
+            registration_.emplace(path_.string());  // before the file exists: no moment without it
             // O_EXCL: never reuse someone else's file. Mode 0666 lets the umask apply, as for any new
             // file (mkstemp would create it 0600, and the rename would keep that).
             fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
             if (fd_ >= 0) return;
             error_number = errno;
+            registration_.reset();  // not our file
             if (error_number != EEXIST) break;
         }
         throw Error(fmt::format("cannot write '{}': cannot create a temporary file in '{}': {}", target.string(),
@@ -114,11 +119,15 @@ public:
         fd_ = -1;
         return result == 0 ? 0 : errno;
     }
-    void release() { path_.clear(); }
+    void release() {
+        path_.clear();
+        registration_.reset();
+    }
 
 private:
     fs::path path_;
     int fd_ = -1;
+    std::optional<TempFileRegistration> registration_;
 };
 
 }  // namespace
@@ -137,11 +146,11 @@ ImageFormat format_from_extension(const fs::path& path) {
                 kWritableExtensions);
 }
 
-ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name, std::int64_t max_pixels) {
     switch (sniff_format(bytes, name)) {
-        case ImageFormat::png: return detail::decode_png(bytes, name);
-        case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name);
-        case ImageFormat::pnm: return detail::decode_pnm(bytes, name);
+        case ImageFormat::png: return detail::decode_png(bytes, name, max_pixels);
+        case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name, max_pixels);
+        case ImageFormat::pnm: return detail::decode_pnm(bytes, name, max_pixels);
     }
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
 }
@@ -157,7 +166,7 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
 }
 
-ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), path.string()); }
+ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), printable(path.string())); }
 
 void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
     // Encode first: an unsupported channel count or quality fails before the disk is touched.

@@ -32,8 +32,11 @@ ImageU8 read_image(const std::filesystem::path& path);
 // JPEG and PNM 1/3 (P5 for gray, P6 for RGB).
 void write_image(const std::filesystem::path& path, const ImageU8& image, const WriteOptions& options = {});
 
-// The codecs on memory buffers; `name` appears in error messages (usually the file name).
-ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name);
+// The codecs on memory buffers; `name` appears in error messages (usually the file name). A
+// `max_pixels` below kMaxImagePixels refuses larger images before their pixels are allocated (the
+// fuzz targets, fuzz/README.md, keep within their memory limit so).
+ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name,
+                     std::int64_t max_pixels = kMaxImagePixels);
 std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format, const std::string& name,
                                        const WriteOptions& options = {});
 

@@ -2,7 +2,9 @@
 //
 // Read: gray -> 1 channel, YCbCr (or RGB) -> 3 channels; CMYK and YCCK are refused. libjpeg's
 // warnings (corrupt or truncated data, which it would otherwise paper over with gray) are treated
-// as errors: a damaged file is refused rather than decoded into plausible-looking pixels.
+// as errors: a damaged file is refused rather than decoded into plausible-looking pixels. A file
+// too short for the size its header declares is refused before the pixels are allocated, and one
+// of more than 500 scans (kMaxJpegScans) before it keeps the decoder busy for hours.
 // Write: 1 (gray) or 3 (RGB, stored as YCbCr with libjpeg's default 4:2:0 chroma subsampling)
 // channels, quality 1..100, baseline.
 //
@@ -32,7 +34,20 @@ struct JpegErrorManager {
     jpeg_error_mgr base;  // first member: libjpeg sees a jpeg_error_mgr*
     std::jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
+    bool too_many_scans;  // set by stop_after_many_scans before it jumps
 };
+
+// A progressive JPEG may hold thousands of valid scans, each a pass over the whole image: a small
+// file that keeps the decoder busy for hours. Encoders write about 10 (cjpeg allows 100).
+constexpr int kMaxJpegScans = 500;
+
+// libjpeg's progress monitor, called over and over while jpeg_start_decompress reads the scans.
+void stop_after_many_scans(j_common_ptr cinfo) {
+    if (reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number <= kMaxJpegScans) return;
+    auto* manager = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+    manager->too_many_scans = true;
+    std::longjmp(manager->jump, 1);
+}
 
 [[noreturn]] void jump_on_error(j_common_ptr cinfo) {
     auto* manager = reinterpret_cast<JpegErrorManager*>(cinfo->err);
@@ -51,6 +66,7 @@ void install_error_manager(JpegErrorManager& manager) {
     manager.base.error_exit = jump_on_error;
     manager.base.emit_message = jump_on_warning;
     manager.message[0] = '\0';
+    manager.too_many_scans = false;
 }
 
 // --- decoding -------------------------------------------------------------------------------
@@ -84,9 +100,11 @@ bool read_jpeg_pixels(jpeg_decompress_struct* cinfo, JpegErrorManager* manager, 
 struct Decompressor {
     jpeg_decompress_struct cinfo{};
     JpegErrorManager manager{};
+    jpeg_progress_mgr progress{};
     Decompressor() {
         install_error_manager(manager);
         cinfo.err = &manager.base;
+        progress.progress_monitor = stop_after_many_scans;
     }
     Decompressor(const Decompressor&) = delete;
     Decompressor& operator=(const Decompressor&) = delete;
@@ -174,7 +192,7 @@ struct Compressor {
 
 }  // namespace
 
-ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& name, std::int64_t max_pixels) {
     Decompressor jpeg;
     if (!read_jpeg_header(&jpeg.cinfo, &jpeg.manager, bytes.data(), bytes.size())) {
         throw Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, jpeg.manager.message),
@@ -199,9 +217,25 @@ ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& n
                         "gray or RGB (YCbCr) JPEG");
     }
     // No scaling is requested, so the output size is the header's size.
-    validate_size(jpeg.cinfo.image_width, jpeg.cinfo.image_height, name);
+    validate_size(jpeg.cinfo.image_width, jpeg.cinfo.image_height, name, max_pixels);
+    // Huffman coding spends at least one bit on every 8x8 block of the first component (its DC
+    // difference) in the first scan that holds it: a file with less is truncated, or a header
+    // lying about a huge size, refused before the pixels are allocated. (Arithmetic coding has no
+    // such floor.)
+    const std::uint64_t blocks =
+        std::uint64_t{jpeg.cinfo.comp_info[0].width_in_blocks} * jpeg.cinfo.comp_info[0].height_in_blocks;
+    if (!jpeg.cinfo.arith_code && bytes.size() < blocks / 8) {
+        throw Error(fmt::format("{}: the JPEG data is truncated: a {}x{} image needs at least {} bytes, the file has {}", name,
+                                jpeg.cinfo.image_width, jpeg.cinfo.image_height, blocks / 8, bytes.size()),
+                    "a complete, valid JPEG file");
+    }
     ImageU8 image(static_cast<int>(jpeg.cinfo.image_width), static_cast<int>(jpeg.cinfo.image_height), channels);
+    jpeg.cinfo.progress = &jpeg.progress;
     if (!read_jpeg_pixels(&jpeg.cinfo, &jpeg.manager, image.data(), image.pitch_bytes())) {
+        if (jpeg.manager.too_many_scans) {
+            throw Error(fmt::format("{}: the JPEG has more than {} scans", name, kMaxJpegScans),
+                        fmt::format("at most {} scans (encoders write about 10)", kMaxJpegScans));
+        }
         throw Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, jpeg.manager.message),
                     "a complete, valid JPEG file");
     }

@@ -3,7 +3,9 @@
 //
 // Read: the stored sample values, whatever colour space the file declares (gAMA, cHRM, iCCP, sRGB
 // and cICP chunks are ignored). 8-bit (or fewer) gray -> 1 channel, RGB and RGB palette -> 3, anything with alpha (gray+alpha,
-// RGBA, palette or gray/RGB with tRNS) -> 4 (RGBA, not premultiplied). 16-bit files are refused.
+// RGBA, palette or gray/RGB with tRNS) -> 4 (RGBA, not premultiplied). 16-bit files are refused,
+// and so is a file whose compressed data is too short for the size its header declares, before
+// the pixels are allocated.
 // Write: 1 (gray), 3 (RGB) or 4 (RGBA) channels, 8-bit.
 #include <png.h>
 
@@ -29,14 +31,21 @@ struct PngImage {
 
 const char* png_message(const png_image& image) { return image.message[0] != '\0' ? image.message : "no details"; }
 
+struct ChunkWalk {
+    std::vector<std::uint8_t> bytes;  // the file without its colour-space chunks
+    std::size_t idat_bytes = 0;       // the compressed image data: every IDAT chunk's length
+};
+
 // The simplified API converts samples whenever a file declares a colour space other than sRGB
 // (a gAMA of 1.0, an ICC profile, ...): a pixel stored as 64 would come back as 136. klab filters
 // the stored values, so these ancillary chunks are dropped before decoding. A malformed chunk
 // list is passed on unchanged from that point, for libpng to report.
-std::vector<std::uint8_t> without_colour_space_chunks(const std::vector<std::uint8_t>& bytes) {
+ChunkWalk without_colour_space_chunks(const std::vector<std::uint8_t>& bytes) {
     constexpr std::size_t kSignature = 8;
-    if (bytes.size() < kSignature) return bytes;
-    std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + kSignature);
+    if (bytes.size() < kSignature) return {bytes, 0};
+    ChunkWalk walk;
+    std::vector<std::uint8_t>& out = walk.bytes;
+    out.assign(bytes.begin(), bytes.begin() + kSignature);
     std::size_t at = kSignature;
     while (at + 12 <= bytes.size()) {
         const std::size_t length = (std::size_t{bytes[at]} << 24) | (std::size_t{bytes[at + 1]} << 16) |
@@ -44,6 +53,7 @@ std::vector<std::uint8_t> without_colour_space_chunks(const std::vector<std::uin
         const std::size_t chunk_size = 12 + length;  // length, type, data, CRC
         if (length > bytes.size() || at + chunk_size > bytes.size()) break;
         const std::string type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
+        if (type == "IDAT") walk.idat_bytes += length;
         if (type != "gAMA" && type != "cHRM" && type != "iCCP" && type != "sRGB" && type != "cICP") {
             out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
                        bytes.begin() + static_cast<std::ptrdiff_t>(at + chunk_size));
@@ -51,13 +61,31 @@ std::vector<std::uint8_t> without_colour_space_chunks(const std::vector<std::uin
         at += chunk_size;
     }
     out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.end());
-    return out;
+    return walk;
+}
+
+// The fewest bytes of compressed data that can hold the image the header describes: deflate
+// expands at most 1032 times (a 258-byte match in 2 bits), and the filtered scanlines hold at
+// least width * height * bits per pixel. A file with less is truncated (or a header lying about
+// a huge size), refused before gigabytes of pixels are allocated for it.
+std::uint64_t minimum_idat_bytes(const std::vector<std::uint8_t>& bytes) {
+    // After png_image_begin_read_from_memory succeeded, IHDR's data starts at byte 16: width,
+    // height (4 bytes each), bit depth, colour type.
+    const auto u32 = [&](std::size_t at) {
+        return (std::uint64_t{bytes[at]} << 24) | (std::uint64_t{bytes[at + 1]} << 16) | (std::uint64_t{bytes[at + 2]} << 8) |
+               std::uint64_t{bytes[at + 3]};
+    };
+    const std::uint64_t bit_depth = bytes[24];
+    const std::uint8_t colour_type = bytes[25];
+    const std::uint64_t samples = colour_type == 2 ? 3 : colour_type == 4 ? 2 : colour_type == 6 ? 4 : 1;  // 0, 3: 1
+    return u32(16) * u32(20) * samples * bit_depth / 8 / 1032;
 }
 
 }  // namespace
 
-ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::string& name) {
-    const std::vector<std::uint8_t> bytes = without_colour_space_chunks(file_bytes);
+ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::string& name, std::int64_t max_pixels) {
+    const ChunkWalk walk = without_colour_space_chunks(file_bytes);
+    const std::vector<std::uint8_t>& bytes = walk.bytes;
     PngImage png;
     // Reads the chunks before the pixel data: size and format, nothing allocated for pixels yet.
     if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size())) {
@@ -69,7 +97,13 @@ ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::strin
         throw Error(fmt::format("{}: 16-bit samples are not supported", name),
                     "8-bit gray, gray+alpha, RGB, RGBA or palette PNG");
     }
-    validate_size(png.image.width, png.image.height, name);
+    validate_size(png.image.width, png.image.height, name, max_pixels);
+    if (const std::uint64_t needed = minimum_idat_bytes(bytes); walk.idat_bytes < needed) {
+        throw Error(fmt::format("{}: the PNG data is truncated: a {}x{} image needs at least {} bytes of compressed data, the "
+                                "file has {}",
+                                name, png.image.width, png.image.height, needed, walk.idat_bytes),
+                    "a complete, valid PNG file");
+    }
 
     // Ask for the file's own channels so that nothing is composited or converted; gray+alpha
     // becomes RGBA because klab images have 1, 3 or 4 channels.

@@ -54,7 +54,10 @@ public:
     static constexpr std::int64_t kHuge = std::int64_t{1} << 40;
     std::int64_t number(const char* what) {
         skip_space_and_comments();
-        if (at_end()) throw Error(fmt::format("{}: the PNM file ends where the {} should be", name_, what));
+        if (at_end()) {
+            throw Error(fmt::format("{}: the PNM file ends where the {} should be", name_, what),
+                        "a PNM header of magic, width, height and maxval, then the samples");
+        }
         if (!is_digit(peek())) {
             throw Error(
                 fmt::format("{}: the PNM file has {} where the {} should be", name_, describe_byte(peek()), what),
@@ -76,7 +79,7 @@ private:
 
 }  // namespace
 
-ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& name, std::int64_t max_pixels) {
     // decode_image only sends buffers that start with P2, P3, P5 or P6.
     const char kind = static_cast<char>(bytes.at(1));
     const bool binary = kind == '5' || kind == '6';
@@ -92,7 +95,7 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
     const std::int64_t width = parser.number("width");
     const std::int64_t height = parser.number("height");
     const std::int64_t maxval = parser.number("maxval");
-    validate_size(width, height, name);
+    validate_size(width, height, name, max_pixels);
     if (maxval > 255 && maxval <= 65535) {
         throw Error(fmt::format("{}: 16-bit PNM samples (maxval {}) are not supported", name, maxval),
                     "maxval 1 to 255 (8-bit samples)");

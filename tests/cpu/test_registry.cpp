@@ -10,6 +10,7 @@
 
 #include "harness/problem.hpp"
 #include "harness/variant.hpp"
+#include "tests/common/named_variant.hpp"
 #include "tests/common/test_util.hpp"
 
 namespace klab {
@@ -71,20 +72,7 @@ TEST(Registry, UnknownNameListsTheRegisteredOnes) {
     test::expect_error([] { Registry::instance().get("conv.fast"); }, "conv.constant, conv.global, conv.halo_tiled");
 }
 
-class NamedVariant final : public Variant {
-public:
-    explicit NamedVariant(std::string name) : name_(std::move(name)) {}
-    std::string name() const override { return name_; }
-    Operation op() const override { return Operation::convolve; }
-    std::string technique() const override { return "test double"; }
-    Support supports(const Problem&) const override { return Support::yes(); }
-    TuningSpace tuning_space() const override { return block_tuning_space(); }
-    std::vector<KernelLaunch> kernels(const Problem&, const LaunchShape&) const override { return {}; }
-    void enqueue(const LaunchPlan&, cudaStream_t) const override {}
-
-private:
-    std::string name_;
-};
+using test::NamedVariant;
 
 TEST(Registry, RefusesDuplicateAndEmptyNamesAndKeepsNamesSorted) {
     Registry registry;
