@@ -3,7 +3,7 @@
 // Technique: a box mask has one coefficient m, so out = round(m * S) with S the integer sum of the
 // pixels under the box. A warp owns a segment of 32 * P consecutive bytes of a stored row (P = 16
 // gray or SoA, 24 RGB, 32 RGBA: whole pixels, one or a few vector loads per lane) and walks down
-// kRows (64) output rows of it:
+// `rows` output rows of it (tuned: 8 to 64):
 //   down:   each lane keeps the column sums V of the box's height for its P bytes, two to a 32-bit
 //           word (16-bit lanes: V <= 31 * 255 < 2^16, and V + new - old never borrows because V
 //           holds old): per row one entering and one leaving row, 1.5 instructions per byte. The
@@ -19,7 +19,7 @@
 // Lanes at the segment's ends only feed their neighbours (rx*E bytes on the right, (rx+1)*E on the
 // left, in whole lanes): segments overlap by those lanes. The cost per output byte does not depend
 // on the box's width and only through the kh - 1 rows each warp reads before its first output row
-// on its height (kh - 1 of kRows + kh - 1 rows).
+// on its height (kh - 1 of rows + kh - 1 rows).
 // Exactness: S is an exact integer (< 31 * 31 * 255 < 2^18). The reference sums m * p in double,
 // which is exact (m = M * 2^-t with M < 2^24, every partial sum M * k * 2^-t with k < 2^18), and
 // rounds m * S half to even, then saturates. For the normalized box n is odd, so S / n lies at
@@ -39,17 +39,23 @@
 // grows with the box): one read and one write of the image, integer work independent of the box's
 // width.
 // Deliberately not done: no sharing of the kh - 1 starting rows between vertically adjacent warps.
-// Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
-// flushed, tuned blocks, medians of 3): 8K RGB AoS replicate box3 505 us (10.6x the copy floor),
-// box9 535 us (11.2x; npp.box 1722 us: 3.2x faster), box31 642 us (13.5x; npp.box 16580 us: 26x
-// faster) — the cost barely grows with the box, as designed, but far above the 1.3x target and
-// slower than conv.separable_fused (106 / 181 / 589 us). Nsight Compute, box9: 73 M warp
-// instructions, issue slots 25% busy, 100 registers, achieved occupancy 9%: latency-bound (too few
-// warps to cover the column walk's loads), not instruction- or DRAM-bound.
+// Tried and dropped (device runs of 2026-11-24, same rows): loading two rows ahead instead of one
+// (124 registers, box9 275 us, box3 226 us: slower) and capping the registers at 64 for 50%
+// occupancy (the loop spills to local memory, 10 M spill requests: box9 302 us).
+// Measured on an NVIDIA H200 (klab tune + klab-bench on the 8K box rows, device run of 2026-11-24;
+// L2 flushed, tuned shapes, medians of 3): 8K RGB AoS replicate box3 186 us (3.9x the copy floor;
+// 32x2 rows=8), box9 269 us (5.6x; 32x4 rows=16; npp.box 1718 us: 6.4x faster), box31 426 us
+// (8.9x; rows=16; npp.box 16580 us: 39x faster); conv.separable_fused 106 / 180 / 589 us. Tuning
+// the walk's rows took these from 505 / 535 / 642 us (64-row walks: 9% achieved occupancy, issue
+// slots 25% busy, latency-bound). Still far above the 1.3x target: 100 registers leave 25%
+// theoretical occupancy, and each row's scan, shared-memory exchange and stores form one
+// dependent chain per warp.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -61,7 +67,9 @@ namespace klab {
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kRows = 64;            // output rows per warp
+// Output rows per warp, the tuned parameter `rows`: short walks give more warps to hide the column
+// walk's load latency, tall ones read fewer of the kh - 1 starting rows twice.
+constexpr std::array<int, 4> kWalkRows = {8, 16, 32, 64};
 constexpr int kMaxRadius = Mask::kMaxSide / 2;
 constexpr int kMaxWarps = 16;        // warps per block
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -256,7 +264,7 @@ __host__ __device__ __forceinline__ std::uint32_t round_sum(std::uint32_t sum, c
 // s * (32 - left - right) * P - left * P; its lanes [left, 32 - right) write outputs.
 template <int E, int RX, bool Normalized>
 __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int ry,
-                                            Border border, const Rounding& rounding) {
+                                            Border border, const Rounding& rounding, int walk_rows) {
     constexpr int P = kLaneBytes<E>;
     constexpr int kLeft = kLeftLanes<E, RX>;
     constexpr int kRight = kRightLanes<E, RX>;
@@ -273,8 +281,8 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
     const int segment_start = segment * kOutputLanes * P - kLeft * P;
     if (segment_start + kLeft * P >= row_bytes) return;  // the whole warp: nothing of the row is its output
     const int e0 = segment_start + lane * P;              // the lane's first byte
-    const int y_begin = static_cast<int>(blockIdx.y) * kRows;
-    const int y_end = min(y_begin + kRows, in.shape.height);
+    const int y_begin = static_cast<int>(blockIdx.y) * walk_rows;
+    const int y_end = min(y_begin + walk_rows, in.shape.height);
     std::uint32_t* const warp_words = reinterpret_cast<std::uint32_t*>(shared_rows) + warp * kWarpSharedWords<E>;
     std::uint32_t* const row_sums = warp_words + kGuardLanes * kRegion;
     // The guard regions are read only by lanes that write nothing; zeroed so that no read is of
@@ -367,18 +375,18 @@ __device__ __forceinline__ void box_segment(const ImageView<const std::uint8_t>&
 template <int E, int RX>
 __global__ void __launch_bounds__(kWarp* kMaxWarps)
     conv_box_running_sums_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, int ry, Border border,
-                                 Rounding rounding) {
+                                 Rounding rounding, int walk_rows) {
     if (rounding.normalized) {
-        box_segment<E, RX, true>(in, out, ry, border, rounding);
+        box_segment<E, RX, true>(in, out, ry, border, rounding, walk_rows);
     } else {
-        box_segment<E, RX, false>(in, out, ry, border, rounding);
+        box_segment<E, RX, false>(in, out, ry, border, rounding, walk_rows);
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The variant
 
-using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, int, Border, Rounding);
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, int, Border, Rounding, int);
 
 template <int E, int... RX>
 std::array<Kernel, sizeof...(RX)> kernels_by_radius(std::integer_sequence<int, RX...>) {
@@ -393,6 +401,14 @@ Kernel kernel_for(const Problem& problem) {
     static const auto stride4 = kernels_by_radius<4>(std::make_integer_sequence<int, kMaxRadius + 1>{});
     return by_channels(stride_of(problem), stride1, stride3, stride4)[static_cast<std::size_t>(problem.mask->radius_x())];
 }
+
+// Warp segments along a stored row, and the planes (grid z: one for AoS, one per channel for SoA).
+int segments_of(const Problem& problem) {
+    const int stride = stride_of(problem);
+    const int per_segment = output_lanes(stride, problem.mask->radius_x()) * lane_bytes(stride);
+    return static_cast<int>(grid_side(problem.shape.width * stride, per_segment));
+}
+unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
 
 // Whether every coefficient equals the first (a box of any size and value).
 bool is_box(const Mask& mask) {
@@ -448,32 +464,47 @@ public:
         TuningSpace space;
         space.block_x = {kWarp};
         space.block_y = {2, 4, 8, 16};
-        space.default_shape = LaunchShape{kWarp, 4, {}};
+        space.parameters = {{"rows", std::vector<int>(kWalkRows.begin(), kWalkRows.end()),
+                             "output rows each warp walks down"}};
+        space.default_shape = LaunchShape{kWarp, 4, {{"rows", kWalkRows.back()}}};
         return space;
+    }
+    // 32x4 blocks and the tallest walks that still give every SM of a 132-SM GPU about 32 warps
+    // (the kernel's registers allow about 20 at once): 32 rows at 8K RGB, 8 at 480p.
+    LaunchShape default_shape(const Problem& problem) const override {
+        LaunchShape shape = tuning_space().default_shape;
+        const long long segments = segments_of(problem) * planes_of(problem.shape);
+        int rows = kWalkRows.front();
+        for (int candidate : kWalkRows) {
+            if (segments * grid_side(problem.shape.height, candidate) >= 132 * 32) rows = candidate;
+        }
+        shape.parameters = {{"rows", rows}};
+        return shape;
     }
     Support check_shape(const Problem&, const LaunchShape& shape) const override {
         if (shape.block_x != kWarp || shape.block_y < 1 || shape.block_y > kMaxWarps) {
             return Support::no(fmt::format("block {}x{}: the block is 32xN, one warp per row segment, N from 1 to {}",
                                            shape.block_x, shape.block_y, kMaxWarps));
         }
+        const int rows = shape.parameter("rows");
+        if (std::find(kWalkRows.begin(), kWalkRows.end(), rows) == kWalkRows.end()) {
+            return Support::no(fmt::format("rows={}: a warp walks 8, 16, 32 or 64 output rows", rows));
+        }
         return Support::yes();
     }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
-        const ImageShape& s = problem.shape;
-        const int stride = stride_of(problem);
-        const int per_segment = output_lanes(stride, problem.mask->radius_x()) * lane_bytes(stride);
-        const int segments = static_cast<int>(grid_side(s.width * stride, per_segment));
-        const dim3 grid(grid_side(segments, shape.block_y), grid_side(s.height, kRows),
-                        s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels));
+        const dim3 grid(grid_side(segments_of(problem), shape.block_y), grid_side(problem.shape.height, shape.parameter("rows")),
+                        planes_of(problem.shape));
         return {make_launch(kernel_for(problem), "conv_box_running_sums_kernel", grid, block_of(shape),
-                            shared_bytes(stride, shape.block_y))};
+                            shared_bytes(stride_of(problem), shape.block_y))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const Mask& mask = *plan.problem.mask;
         enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
-                       plan.buffers.output.view<std::uint8_t>(), mask.radius_y(), plan.problem.border, rounding_of(mask));
+                       plan.buffers.output.view<std::uint8_t>(), mask.radius_y(), plan.problem.border, rounding_of(mask),
+                       plan.shape.parameter("rows"));
     }
 };
 

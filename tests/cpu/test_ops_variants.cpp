@@ -171,20 +171,29 @@ TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
     const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
     EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{64, 4, {}}));
     EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 32, {}}));
+    const LaunchShape walk64{32, 4, {{"rows", 64}}};
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 4, {{"rows", 12}}}));  // rows: 8, 16, 32 or 64
+    EXPECT_TRUE(variant.check_shape(rgb9, walk64));
     // RGB, 24 bytes per lane; box 9: 15 bytes on the left (1 lane), 12 on the right (1 lane): 30
     // output lanes, 720 bytes per segment, 32 segments for a row of 23040 bytes.
-    const std::vector<KernelLaunch> k = variant.kernels(rgb9, LaunchShape{32, 4, {}});
+    const std::vector<KernelLaunch> k = variant.kernels(rgb9, walk64);
     ASSERT_EQ(k.size(), 1u);
     EXPECT_EQ(k[0].grid.x, 32u / 4);
     EXPECT_EQ(k[0].grid.y, (4320u + 63) / 64);
     EXPECT_EQ(k[0].grid.z, 1u);
+    EXPECT_EQ(variant.kernels(rgb9, LaunchShape{32, 4, {{"rows", 16}}})[0].grid.y, 4320u / 16);
+    // The default walk: the tallest that still gives 132 * 32 warps: 32 segments x 135 bands of 32
+    // rows at 8K; a 480p image (3 segments) gets the shortest, 8.
+    EXPECT_EQ(variant.default_shape(rgb9).parameter("rows"), 32);
+    const Problem small = convolve_problem({640, 480, 3, Layout::aos}, masks::box(9), Border{});
+    EXPECT_EQ(variant.default_shape(small).parameter("rows"), 8);
     // Box 31: 48 bytes on the left and 45 on the right, 2 lanes each: 28 output lanes, 672 bytes, 35
     // segments, 9 blocks of 4.
     const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
-    EXPECT_EQ(variant.kernels(rgb31, LaunchShape{32, 4, {}})[0].grid.x, 9u);
+    EXPECT_EQ(variant.kernels(rgb31, walk64)[0].grid.x, 9u);
     const Problem soa = convolve_problem({300, 70, 4, Layout::soa}, masks::box(5), Border{});
-    EXPECT_EQ(variant.kernels(soa, LaunchShape{32, 2, {}})[0].grid.z, 4u);
-    EXPECT_EQ(variant.scratch_bytes(rgb9, LaunchShape{32, 4, {}}), 0u);
+    EXPECT_EQ(variant.kernels(soa, LaunchShape{32, 2, {{"rows", 8}}})[0].grid.z, 4u);
+    EXPECT_EQ(variant.scratch_bytes(rgb9, walk64), 0u);
 }
 
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
