@@ -1,3 +1,8 @@
+// The tuner (autotune/tuner.hpp): every candidate shape of a variant measured on a problem class,
+// each result verified against the CPU reference, the finalists remeasured in one pass, and the
+// rules that pick the winner (the minimum occupancy applied, the rule's cost, ties). One file over
+// ~400 lines: the measuring loop and the rules compare shapes the same way (same_shape) and share
+// the class's host and device images, so either half is read with the other.
 #include "autotune/tuner.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// `klab compare OLD NEW` (bench/compare.hpp): the verdict of every row, the gate's rule, and the
+// comparison as a table, as Markdown and in one line. The Mann-Whitney test is in
+// bench/mann_whitney.cpp, the noise file in bench/noise_file.cpp.
 #include "bench/compare.hpp"
 
 #include <algorithm>
@@ -12,91 +15,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/compare_text.hpp"
 #include "harness/error.hpp"
 
 namespace klab::bench {
 
 namespace {
-
-// Up to this many samples in all, the exact permutation distribution; C(40, 20) ~ 1.4e11 ways
-// still count exactly in a double (below 2^53).
-constexpr int kExactLimit = 40;
-
-// Ranks of the pooled samples, doubled so that average ranks of ties stay integers.
-struct PooledRanks {
-    std::vector<std::int64_t> doubled;  // doubled rank of every pooled sample, a's first
-    double tie_term = 0.0;              // sum over tie groups of t^3 - t
-};
-
-PooledRanks pooled_ranks(const std::vector<double>& a, const std::vector<double>& b) {
-    std::vector<std::pair<double, std::size_t>> pooled;  // value, index in a then b
-    for (std::size_t i = 0; i < a.size(); ++i) pooled.emplace_back(a[i], i);
-    for (std::size_t i = 0; i < b.size(); ++i) pooled.emplace_back(b[i], a.size() + i);
-    std::sort(pooled.begin(), pooled.end());
-    PooledRanks r;
-    r.doubled.resize(pooled.size());
-    for (std::size_t i = 0; i < pooled.size();) {
-        std::size_t j = i;
-        while (j + 1 < pooled.size() && pooled[j + 1].first == pooled[i].first) ++j;
-        // Positions i..j (ranks i+1..j+1) share the average rank (i + j + 2) / 2.
-        for (std::size_t k = i; k <= j; ++k) r.doubled[pooled[k].second] = static_cast<std::int64_t>(i + j + 2);
-        const double t = static_cast<double>(j - i + 1);
-        r.tie_term += t * t * t - t;
-        i = j + 1;
-    }
-    return r;
-}
-
-// Exact: every way of choosing which n of the N pooled ranks belong to a is equally likely under
-// the null hypothesis; count them by the sum of their (doubled) ranks.
-double exact_p(const PooledRanks& r, std::size_t n, std::int64_t observed) {
-    const std::size_t total = r.doubled.size();
-    std::int64_t max_sum = 0;
-    for (std::int64_t d : r.doubled) max_sum += d;
-    // ways[k][s]: subsets of k ranks seen so far whose doubled sum is s.
-    std::vector<std::vector<double>> ways(n + 1, std::vector<double>(static_cast<std::size_t>(max_sum) + 1, 0.0));
-    ways[0][0] = 1.0;
-    for (std::size_t i = 0; i < total; ++i) {
-        const auto rank = static_cast<std::size_t>(r.doubled[i]);
-        for (std::size_t k = std::min(n, i + 1); k >= 1; --k) {
-            for (std::size_t s = static_cast<std::size_t>(max_sum); s >= rank; --s) ways[k][s] += ways[k - 1][s - rank];
-        }
-    }
-    // Two-sided: every arrangement at least as far from the mean rank sum as the observed one.
-    const auto mean = static_cast<std::int64_t>(n * (total + 1));  // doubled
-    const std::int64_t distance = std::abs(observed - mean);
-    double extreme = 0.0;
-    double all = 0.0;
-    for (std::size_t s = 0; s < ways[n].size(); ++s) {
-        all += ways[n][s];
-        if (std::abs(static_cast<std::int64_t>(s) - mean) >= distance) extreme += ways[n][s];
-    }
-    return std::min(1.0, extreme / all);
-}
-
-// Normal approximation with tie correction and continuity correction (as scipy's default).
-double normal_p(const PooledRanks& r, std::size_t n, std::size_t m, std::int64_t observed) {
-    const double dn = static_cast<double>(n);
-    const double dm = static_cast<double>(m);
-    const double total = dn + dm;
-    const double u = static_cast<double>(observed) / 2.0 - dn * (dn + 1.0) / 2.0;
-    const double mean = dn * dm / 2.0;
-    const double variance = dn * dm / 12.0 * ((total + 1.0) - r.tie_term / (total * (total - 1.0)));
-    if (!(variance > 0.0)) return 1.0;  // every sample equal
-    const double z = std::max(0.0, std::abs(u - mean) - 0.5) / std::sqrt(variance);
-    return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
-}
-
-// The gate promises to catch a 10% slowdown; a kernel row that moved more than this between runs
-// meant to be identical makes that promise void for it, so learning says so.
-constexpr double kSuspiciousNoise = 0.10;
-
-std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100.0 * fraction); }
-
-std::string context_or_absent(const BenchFile& file, const std::string& key) {
-    const std::string value = file.context_value(key);
-    return value.empty() ? std::string("(absent)") : value;
-}
 
 void append_note(CompareRow& row, const std::string& text) {
     if (!text.empty()) row.note += (row.note.empty() ? "" : "; ") + text;
@@ -211,8 +135,6 @@ void check_options(const CompareOptions& o) {
     }
 }
 
-std::string shown_key(const std::string& key) { return key.empty() ? std::string("no klab_gpu_key") : "'" + key + "'"; }
-
 // Markdown cells: a '|' would end the cell.
 std::string md_cell(const std::string& text) {
     std::string out;
@@ -273,159 +195,6 @@ RowClass row_class(const std::string& name) {
 
 int Comparison::count(Verdict verdict) const {
     return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const CompareRow& r) { return r.verdict == verdict; }));
-}
-
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
-    if (a.empty() || b.empty()) return 1.0;
-    const PooledRanks r = pooled_ranks(a, b);
-    std::int64_t observed = 0;  // doubled rank sum of a
-    for (std::size_t i = 0; i < a.size(); ++i) observed += r.doubled[i];
-    if (static_cast<int>(a.size() + b.size()) <= kExactLimit) return exact_p(r, a.size(), observed);
-    return normal_p(r, a.size(), b.size(), observed);
-}
-
-double smallest_p_value(int n, int m) {
-    if (n <= 0 || m <= 0) return 1.0;
-    // C(n+m, n), computed as a running product (exact enough for a threshold check).
-    double ways = 1.0;
-    for (int i = 1; i <= std::min(n, m); ++i) ways = ways * (std::max(n, m) + i) / i;
-    return std::min(1.0, 2.0 / ways);
-}
-
-std::optional<double> NoiseFile::largest_change(const std::string& row) const {
-    const auto it = medians_us.find(row);
-    if (it == medians_us.end()) return std::nullopt;
-    std::vector<double> present;
-    for (const std::optional<double>& m : it->second)
-        if (m && *m > 0.0) present.push_back(*m);
-    if (present.size() < 2) return std::nullopt;
-    const auto [low, high] = std::minmax_element(present.begin(), present.end());
-    return *high / *low - 1.0;
-}
-
-LearnedNoise learn_noise(const std::vector<BenchFile>& runs) {
-    if (runs.size() < 2) {
-        throw Error(fmt::format("{} run(s) to learn the noise from", runs.size()),
-                    "two or more klab-bench files of identical code on one GPU model");
-    }
-    const std::string key = runs.front().gpu_key();
-    for (const BenchFile& file : runs) {
-        if (file.gpu_key().empty() || file.gpu_key() != key) {
-            throw Error(fmt::format("refusing to learn one GPU model's noise from {} (GPU key {}) and {} (GPU key {})",
-                                    runs.front().source, shown_key(key), file.source, shown_key(file.gpu_key())),
-                        "klab-bench files whose context has the same klab_gpu_key");
-        }
-    }
-    LearnedNoise out;
-    NoiseFile& noise = out.noise;
-    noise.gpu_key = key;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        const BenchFile& file = runs[i];
-        noise.runs.push_back({file.source, file.context_value("git_commit"), file.context_value("date"), file.context_value("host_name")});
-        for (const BenchRun& run : file.runs) {
-            if (!run.error.empty() || run.samples_us.empty()) continue;
-            std::vector<std::optional<double>>& medians = noise.medians_us[run.name];
-            medians.resize(runs.size());
-            medians[i] = run.median_us();
-        }
-    }
-    for (auto it = noise.medians_us.begin(); it != noise.medians_us.end();) {
-        it = noise.largest_change(it->first) ? std::next(it) : noise.medians_us.erase(it);
-    }
-    for (const char* context_key : {"git_commit", "klab_study"}) {
-        std::set<std::string> values;
-        for (const BenchFile& file : runs) values.insert(context_or_absent(file, context_key));
-        if (values.size() > 1) {
-            std::string listed;
-            for (const std::string& v : values) listed += (listed.empty() ? "" : ", ") + v;
-            out.warnings.push_back(fmt::format("the runs differ in {} ({}): learn only from runs that time the same code", context_key, listed));
-        }
-    }
-    std::string moved;
-    int moved_count = 0;
-    for (const auto& [name, medians] : noise.medians_us) {
-        const double change = *noise.largest_change(name);
-        if (row_class(name) != RowClass::kernel || change <= kSuspiciousNoise) continue;
-        if (++moved_count <= 5) moved += fmt::format("{}{} {}", moved.empty() ? "" : ", ", name, percent(change));
-    }
-    if (moved_count > 0) {
-        out.warnings.push_back(fmt::format("{} kernel row(s) moved more than {:g}% between these runs ({}{}): were they of identical "
-                                           "code? A row's allowance grows with its noise",
-                                           moved_count, 100.0 * kSuspiciousNoise, moved, moved_count > 5 ? ", ..." : ""));
-    }
-    return out;
-}
-
-std::string noise_json(const NoiseFile& noise) {
-    // Written by hand around nlohmann's dumps so that each run and each row keeps to one line.
-    const auto text = [](const std::string& s) { return nlohmann::json(s).dump(); };
-    std::string out = "{\n \"klab_noise\": 1,\n";
-    out += " \"about\": " +
-           text("each row's median (us) in identical-code runs of one GPU model, written by klab compare --learn-noise; "
-                "klab compare --noise gives each row an allowance of at least noise_margin (default 2) times its largest "
-                "change between them (bench/README.md, Comparing runs)") +
-           ",\n";
-    out += " \"gpu_key\": " + text(noise.gpu_key) + ",\n \"runs\": [\n";
-    for (std::size_t i = 0; i < noise.runs.size(); ++i) {
-        const NoiseRun& r = noise.runs[i];
-        const nlohmann::ordered_json run = {{"file", r.file}, {"git_commit", r.git_commit}, {"date", r.date}, {"host_name", r.host_name}};
-        out += "  " + run.dump() + (i + 1 < noise.runs.size() ? ",\n" : "\n");
-    }
-    out += " ],\n \"medians_us\": {\n";
-    std::size_t written = 0;
-    for (const auto& [name, values] : noise.medians_us) {
-        std::string row;
-        // To the nanosecond: the file stays readable, and no noise is below that.
-        for (const std::optional<double>& v : values) {
-            row += (row.empty() ? "" : ", ") + (v ? nlohmann::json(std::round(*v * 1e3) / 1e3).dump() : std::string("null"));
-        }
-        out += "  " + text(name) + ": [" + row + "]" + (++written < noise.medians_us.size() ? ",\n" : "\n");
-    }
-    return out + " }\n}\n";
-}
-
-NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
-    const std::string allowed = "a noise file written by klab compare --learn-noise";
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) throw Error(source + " is not JSON", allowed);
-    const auto text_of = [](const nlohmann::json& object, const char* key) {
-        return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();
-    };
-    if (!doc.is_object() || !doc.contains("klab_noise") || doc["klab_noise"] != 1 || !doc.contains("gpu_key") || !doc["gpu_key"].is_string() ||
-        !doc.contains("runs") || !doc["runs"].is_array() || !doc.contains("medians_us") || !doc["medians_us"].is_object()) {
-        throw Error(source + " is not a klab noise file (version 1: klab_noise, gpu_key, runs, medians_us)", allowed);
-    }
-    NoiseFile noise;
-    noise.source = source;
-    noise.gpu_key = doc["gpu_key"].get<std::string>();
-    for (const nlohmann::json& r : doc["runs"]) {
-        if (!r.is_object()) throw Error(source + ": a run that is not an object", allowed);
-        noise.runs.push_back({text_of(r, "file"), text_of(r, "git_commit"), text_of(r, "date"), text_of(r, "host_name")});
-    }
-    for (const auto& [name, values] : doc["medians_us"].items()) {
-        if (!values.is_array() || values.size() != noise.runs.size()) {
-            throw Error(fmt::format("{}: row {} has no array of {} medians (one per run)", source, name, noise.runs.size()), allowed);
-        }
-        std::vector<std::optional<double>>& medians = noise.medians_us[name];
-        for (const nlohmann::json& v : values) {
-            if (v.is_null()) {
-                medians.emplace_back();
-            } else if (v.is_number() && v.get<double>() > 0.0) {
-                medians.emplace_back(v.get<double>());
-            } else {
-                throw Error(fmt::format("{}: row {} has a median that is neither a positive number nor null", source, name), allowed);
-            }
-        }
-    }
-    return noise;
-}
-
-NoiseFile load_noise_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path, "a readable noise file (klab compare --learn-noise)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_noise_json(text.str(), path);
 }
 
 Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const CompareOptions& options, const NoiseFile* noise) {

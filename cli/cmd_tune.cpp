@@ -5,6 +5,9 @@
 // recorded by earlier tunes (no GPU needed).
 // --device N tunes that GPU; --device all starts one klab tune per GPU (cli/device_fanout.hpp), the
 // GPUs of one model sharing its classes (--class-share K/N, set by --device all).
+// One file over ~400 lines: the command's parts (the classes and variants the options choose, the
+// plan without a GPU, the run on one GPU, the fan-out over all) all work on one TuneCliOptions and
+// one list of jobs (jobs_of), which --plan-for and --dry-run print (print_space) and the run measures.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>

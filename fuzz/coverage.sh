@@ -24,8 +24,8 @@ targets=(
   "mask:mask:harness/mask.cpp:parse_mask|Mask::Mask|separate|separable"
   "spec:spec:harness/filter_spec.cpp harness/border.cpp harness/variant.cpp autotune/problem_class.cpp:parse_filter_spec|split|parse_number|parse_border|parse_block_shape|parse_problem_class|bucket_named"
   "bench_json:bench_json:bench/bench_json.cpp:parse_bench_json|parse_document|BenchName|microseconds_per_unit|as_text|without_manual_time|split"
-  "tuning_cache:tuning_cache:autotune/tuning_cache.cpp:TuningCache::parse|record_from|candidate_from|shape_from|kernels_from|gpu_from|integer|parse_digits|TuningCache::merge|same_key|lookup"
-  "apply_list:apply_list:cli/apply_batch.cpp:parse_input_list"
+  "tuning_cache:tuning_cache:autotune/tuning_cache.cpp autotune/tuning_record_json.cpp autotune/tuning_lookup.cpp:TuningCache::parse|record_from|candidate_from|shape_from|kernels_from|gpu_from|integer|parse_digits|TuningCache::merge|same_key|lookup"
+  "apply_list:apply_list:cli/apply_plan.cpp:parse_input_list"
 )
 for entry in "${targets[@]}"; do
   IFS=: read -r target function sources functions <<<"$entry"

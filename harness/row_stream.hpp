@@ -10,6 +10,10 @@
 // (S = 1). A thread's first element e is a multiple of 8.
 //
 // Only nvcc compiles this header (it is included by kernels/*.cu only).
+//
+// One header over ~400 lines: its parts (the row load and its fp32 conversion, the strip driver with
+// its cp.async ring, the 2D register window, and the host side's launch geometry that sizes the
+// strips the driver walks) are layers of one row-streaming machine, each built on the one before.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>

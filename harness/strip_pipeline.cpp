@@ -1,3 +1,8 @@
+// The strip pipeline (harness/strip_pipeline.hpp): the split of an image into strips within the
+// device-memory budget, each strip's slot (device memory, events, plans), and the run that overlaps
+// the strips' uploads, kernels and downloads. One file over ~400 lines: the split and the run share
+// one account of a strip's device bytes (pipeline_bytes, Slot), and the budget the split promises
+// holds only if both read it the same way, side by side.
 #include "harness/strip_pipeline.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 # bytes each kernel moved, its warp instructions, the share of cycles its schedulers issued, its
 # registers and its achieved occupancy: the figures quoted in those kernels' preambles. It profiles
 # GPU tests that run each variant on 8K inputs and check the results exactly
-# (tests/gpu/test_conformance_ops.cpp, OpsLargeImages):
+# (tests/gpu/test_ops_large_images.cpp, OpsLargeImages):
 #   sobel.*            7680x4320 RGB AoS and gray -> gray magnitude, replicate
 #   integral.scan      7680x4320 gray -> u64, 4096x4096 gray -> u32
 #   integral.lookback  7680x4320 gray -> u64, 4096x4096 gray -> u32, 7680x4320 RGB AoS -> u64

@@ -5,6 +5,9 @@
 // is left behind, the exit status says what happened, and every finished file or record is kept.
 // `klab tune` itself needs a GPU; klab-cache-writer (tests/tools/) stores records the way it does,
 // and tests/gpu/test_tune_interrupt.cpp interrupts the real one on a GPU machine.
+// One file over ~400 lines: every test holds the one promise above under another fault, with one
+// fixture (Faults: a scratch folder, the child processes, the checks of what is left behind) that
+// the tuning-cache faults extend (CacheFaults).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mount.h>

@@ -1,0 +1,146 @@
+// Image I/O on malformed and refused inputs: each case with its own message naming the input, and
+// no output file (or temporary file) left behind.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/cpu/io_test_util.hpp"
+
+namespace klab {
+namespace {
+
+using namespace io_fixtures;
+using namespace std::string_literals;  // "...\x00..."s keeps embedded NULs
+
+// ---- malformed and refused inputs ----------------------------------------------------------
+
+using IoMalformed = IoTempDir;
+
+TEST_F(IoMalformed, TruncatedPng) {
+    Bytes png = io::encode_image(test::random_image({16, 16, 3}, 7), io::ImageFormat::png, "x");
+    png.resize(png.size() / 2);
+    expect_read_fails("truncated.png", png, "the PNG data is corrupt or truncated (libpng: ");
+    // Cut inside the header chunk: begin_read fails rather than finish_read.
+    png.resize(20);
+    expect_read_fails("header.png", png, "the PNG data is corrupt or truncated");
+}
+
+TEST_F(IoMalformed, CorruptPngChecksum) {
+    Bytes png = io::encode_image(test::random_image({4, 4, 1}, 7), io::ImageFormat::png, "x");
+    png[29] ^= 0xFF;  // inside IHDR's CRC
+    expect_read_fails("crc.png", png, "the PNG data is corrupt or truncated (libpng: ");
+}
+
+TEST_F(IoMalformed, PngHeaderBeyondTheSizeLimit) {
+    Bytes png = io::encode_image(test::random_image({1, 1, 1}, 7), io::ImageFormat::png, "x");
+    // IHDR: length at 8, type at 12, width at 16, height at 20, CRC (over type + data) at 29.
+    put_be32(png, 16, 200000);
+    put_be32(png, 20, 200000);
+    put_be32(png, 29, crc32(png.data() + 12, 17));
+    expect_read_fails("huge.png", png,
+                      "image size 200000x200000 exceeds klab's size limit; allowed: width and height up to 131072 "
+                      "and at most 1073741824 pixels in all");
+}
+
+TEST_F(IoMalformed, SixteenBitPng) {
+    const fs::path input = dir_ / "gray16.png";
+    fs::copy_file(kFixtures / "gray16_2x2.png", input);
+    expect_existing_input_fails(
+        input, "16-bit samples are not supported; allowed: 8-bit gray, gray+alpha, RGB, RGBA or palette PNG");
+}
+
+TEST_F(IoMalformed, TruncatedJpeg) {
+    Bytes jpeg = io::encode_image(smooth_image({32, 32, 3}), io::ImageFormat::jpeg, "x");
+    jpeg.resize(jpeg.size() / 2);
+    expect_read_fails("truncated.jpg", jpeg,
+                      "the JPEG data is corrupt or truncated (libjpeg: Premature end of JPEG file)");
+    jpeg.resize(40);  // inside the quantisation tables
+    expect_read_fails("header.jpg", jpeg, "the JPEG data is corrupt or truncated (libjpeg: ");
+}
+
+TEST_F(IoMalformed, JpegHeaderBeyondTheSizeLimit) {
+    Bytes jpeg = io::encode_image(smooth_image({8, 8, 1}), io::ImageFormat::jpeg, "x");
+    // SOF0: FF C0, length (2), precision (1), height (2), width (2).
+    std::size_t sof = 2;
+    while (sof + 1 < jpeg.size() && !(jpeg[sof] == 0xFF && jpeg[sof + 1] == 0xC0)) ++sof;
+    ASSERT_LT(sof + 8, jpeg.size());
+    jpeg[sof + 5] = 0xFD, jpeg[sof + 6] = 0xE8;  // height 65000
+    jpeg[sof + 7] = 0xFD, jpeg[sof + 8] = 0xE8;  // width 65000
+    expect_read_fails("huge.jpg", jpeg, "image size 65000x65000 exceeds klab's size limit");
+}
+
+TEST_F(IoMalformed, CmykJpeg) {
+    const fs::path input = dir_ / "cmyk.jpg";
+    fs::copy_file(kFixtures / "cmyk_8x8.jpg", input);
+    expect_existing_input_fails(input, "CMYK JPEG is not supported; allowed: gray or RGB (YCbCr) JPEG");
+}
+
+TEST_F(IoMalformed, P6WithTooFewBytes) {
+    expect_read_fails("short.ppm", text_bytes("P6\n2 2\n255\n12345"),
+                      "the P6 pixel data is truncated: 2x2 RGB needs 12 bytes, the file has 5");
+    expect_read_fails("none.pgm", text_bytes("P5\n3 2\n255"),
+                      "the P5 pixel data is truncated: 3x2 gray needs 6 bytes, the file has 0");
+    expect_read_fails("short.pgm", text_bytes("P2\n2 2\n255\n1 2 3\n"),
+                      "the P2 pixel data is truncated: 2x2 gray needs 4 samples, the file has 3");
+}
+
+TEST_F(IoMalformed, PnmHeaderClaimingAMillionByAMillion) {
+    const std::string limit = "image size 1000000x1000000 exceeds klab's size limit; allowed:";
+    expect_read_fails("huge.pgm", text_bytes("P5\n1000000 1000000\n255\n\x01\x02\x03"), limit);
+    expect_read_fails("huge.ppm", text_bytes("P6\n1000000 1000000\n255\n\x01\x02\x03"), limit);
+    // Numbers too long for any integer type saturate instead of wrapping into a small size.
+    expect_read_fails("overflow.pgm", text_bytes("P5\n18446744073709551617 1\n255\n\x01"),
+                      "exceeds klab's size limit");
+}
+
+TEST_F(IoMalformed, PnmWithSixteenBitMaxval) {
+    expect_read_fails("deep.pgm", text_bytes("P5\n2 1\n65535\n\x01\x02\x03\x04"),
+                      "16-bit PNM samples (maxval 65535) are not supported; allowed: maxval 1 to 255 (8-bit samples)");
+    expect_read_fails("zero.pgm", text_bytes("P5\n2 1\n0\n\x01\x02"),
+                      "PNM maxval 0 is invalid; allowed: maxval 1 to 255");
+}
+
+TEST_F(IoMalformed, PnmSyntaxErrors) {
+    expect_read_fails("sample.pgm", text_bytes("P5\n2 1\n100\n\x32\xC8"s),
+                      "sample value 200 at pixel (1, 0) exceeds the maxval 100");
+    expect_read_fails("token.ppm", text_bytes("P3\n1 1\n255\n1 x 3\n"),
+                      "the P3 pixel data has 'x' where sample 1 should be; allowed: decimal numbers from 0 to maxval "
+                      "separated by whitespace");
+    // A header claiming the largest image over a 3-sample raster fails before allocating 3 GiB.
+    expect_read_fails("lying.ppm", text_bytes("P3\n32768 32768\n255\n1 2 3\n"),
+                      "the P3 pixel data is truncated: 32768x32768 RGB needs 3221225472 samples, the file has 3");
+    expect_read_fails("nosize.pgm", text_bytes("P5\n# only a comment\n"),
+                      "the PNM file ends where the width should be");
+    expect_read_fails("magic.pgm", text_bytes("P5x 1 1 255\n\x01"), "the PNM magic P5 is followed by 'x'");
+    expect_read_fails("gap.pgm", text_bytes("P5\n1 1\n255#c\n\x01"),
+                      "the PNM maxval is followed by '#'; allowed: exactly one whitespace byte");
+    expect_read_fails("empty.pgm", text_bytes("P5\n0 4\n255\n"), "image size 0x4 is empty");
+}
+
+TEST_F(IoMalformed, UnknownFormat) {
+    expect_read_fails("image.gif", text_bytes("GIF89a\x01\x00\x01\x00"s),
+                      "unknown image format (first bytes 47 49 46 38 39 61 01 00); allowed: PNG, JPEG, or PNM (P2, P3, "
+                      "P5, P6)");
+    expect_read_fails("bitmap.pbm", text_bytes("P4\n1 1\n\x80"s), "unknown image format (first bytes 50 34 0A");
+}
+
+TEST_F(IoMalformed, EmptyFile) {
+    expect_read_fails("empty.png", {}, "the file is empty; allowed: PNG, JPEG, or PNM");
+}
+
+TEST_F(IoMalformed, NonexistentInput) {
+    const fs::path missing = dir_ / "missing.png";
+    const std::string message = error_message([&] { io::read_image(missing); });
+    expect_contains(message, fmt::format("cannot open '{}' for reading: No such file or directory", missing.string()));
+    EXPECT_TRUE(entries(dir_).empty());
+}
+
+TEST_F(IoMalformed, InputIsADirectory) {
+    fs::create_directory(dir_ / "sub.png");
+    expect_contains(error_message([&] { io::read_image(dir_ / "sub.png"); }),
+                    fmt::format("cannot read '{}': Is a directory", (dir_ / "sub.png").string()));
+}
+
+}  // namespace
+}  // namespace klab

@@ -1,0 +1,75 @@
+// The tuner's rules: statistics of the samples, the ranking and its ties, the cost of the
+// occupancy rule and the minimum occupancy applied.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/common/test_util.hpp"
+#include "tests/cpu/autotune_fixtures.hpp"
+
+namespace klab::autotune {
+namespace {
+
+using namespace fixtures;
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Statistics, QuartilesInterpolateLikeNumpy) {
+    const Quartiles q = quartiles({4.0, 1.0, 3.0, 2.0});
+    EXPECT_DOUBLE_EQ(q.q1, 1.75);
+    EXPECT_DOUBLE_EQ(q.median, 2.5);
+    EXPECT_DOUBLE_EQ(q.q3, 3.25);
+    EXPECT_DOUBLE_EQ(q.relative_spread(), 1.5 / 2.5);
+    EXPECT_DOUBLE_EQ(quantile({7.0}, 0.5), 7.0);
+    EXPECT_DOUBLE_EQ(quantile({1.0, 2.0, 3.0, 4.0, 5.0}, 0.5), 3.0);
+    test::expect_error([] { quantile({}, 0.5); }, "no samples");
+}
+
+TEST(Ranking, TiesWithinOnePercentPreferTheDefaultThenFewerThreadsThenNarrower) {
+    const std::vector<MeasuredCandidate> m = {measured(64, 8, 100.5), measured(32, 4, 100.9), measured(16, 8, 100.0),
+                                              measured(32, 8, 100.8), measured(8, 8, 99.0 * 1.5)};
+    // Fastest 100.0; all but the last within 1%. Default 32x8 first; then 128 threads (16x8 before
+    // 32x4: narrower), then 512.
+    const std::vector<std::size_t> order = rank_candidates(m, LaunchShape{32, 8, {}}, 0.01);
+    EXPECT_EQ(order, (std::vector<std::size_t>{3, 2, 1, 0, 4}));
+    // Without the default among them: fewer threads first.
+    EXPECT_EQ(rank_candidates(m, LaunchShape{4, 4, {}}, 0.01), (std::vector<std::size_t>{2, 1, 3, 0, 4}));
+    // With no tolerance and no floor, by median alone.
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.0, 0.0), (std::vector<std::size_t>{2, 0, 3, 1, 4}));
+}
+
+// At a few microseconds, 1% is below the CUDA events' 0.5 us resolution: the tie window never
+// shrinks below twice that.
+TEST(Ranking, ShortKernelsTieWithinTwiceTheEventResolution) {
+    const std::vector<MeasuredCandidate> m = {measured(64, 4, 10.0), measured(32, 8, 10.9), measured(16, 4, 11.1)};
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.01), (std::vector<std::size_t>{1, 0, 2}));
+    EXPECT_EQ(rank_candidates(m, LaunchShape{32, 8, {}}, 0.01, 0.0), (std::vector<std::size_t>{0, 1, 2}));
+}
+
+TEST(RuleCost, IsTheFastestAtTheMinimumOverTheFastestOverall) {
+    const std::vector<MeasuredCandidate> at_minimum = {measured(32, 8, 104.0), measured(64, 4, 110.0)};
+    const std::vector<MeasuredCandidate> below = {measured(128, 4, 100.0, 0.75), measured(8, 8, 120.0, 0.5)};
+    EXPECT_NEAR(*rule_cost(at_minimum, below, true), 0.04, 1e-12);
+    // Nothing faster below the minimum: it costs nothing, whatever the tie-break picked.
+    EXPECT_EQ(*rule_cost(at_minimum, {measured(8, 8, 120.0, 0.5)}, true), 0.0);
+    EXPECT_EQ(*rule_cost(at_minimum, {}, true), 0.0);
+    // No wider set to compare with, or nothing at the minimum: no figure.
+    EXPECT_FALSE(rule_cost(at_minimum, below, false));
+    EXPECT_FALSE(rule_cost({}, below, true));
+}
+
+TEST(AppliedMinimum, IsTheRequestedOneOrTheHighestReached) {
+    const SpaceVariant variant;
+    const auto forty = [](const std::string&) { return std::optional<KernelResources>(resources(40)); };
+    // Every shape at 40 registers: at most 75% on an H200.
+    const SearchSpace space = search_space(variant, hd_problem(), 0.5, offline_oracle(model("H200"), forty));
+    EXPECT_EQ(applied_min_occupancy(space, 1.0), 0.75);
+    EXPECT_EQ(applied_min_occupancy(space, 0.6), 0.6);
+    const SearchSpace none = search_space(variant, hd_problem(), 0.9, offline_oracle(model("H200"), forty));
+    test::expect_error([&] { applied_min_occupancy(none, 1.0); }, "no candidate reaches 90% occupancy");
+}
+
+}  // namespace
+}  // namespace klab::autotune

@@ -1,0 +1,117 @@
+// The run-time lookup ladder of the tuning cache: exact, nearest size, same compute capability,
+// the variant's default.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/common/test_util.hpp"
+#include "tests/cpu/autotune_fixtures.hpp"
+
+namespace klab::autotune {
+namespace {
+
+using namespace fixtures;
+
+// ---------------------------------------------------------------------------------------------
+// Lookup levels, with SpaceVariant (blocks narrower than 8 refused) named as the records say.
+
+class LookupVariant : public SpaceVariant {
+public:
+    std::string name() const override { return "conv.test"; }
+};
+
+TEST(Lookup, ExactThenNearestSizeThenSameComputeCapabilityThenDefault) {
+    TuningCache cache;
+    cache.merge(record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4));
+    cache.merge(record(h200(), "conv.test", "8K/3x3/c3/aos", 128, 2));
+    cache.merge(record(h100(), "conv.test", "720p/5x5/c3/aos", 16, 16));
+    cache.merge(record(h200(), "conv.test", "HD/7x7/c3/aos", 64, 2, "old-hash"));  // another source
+    cache.merge(record(h200(), "conv.test", "HD/9x9/c3/aos", 4, 64));              // a shape the variant refuses
+    cache.merge(record(h200(), "conv.other", "HD/11x11/c3/aos", 64, 4));
+    const LookupVariant v;
+    const auto problem = [](int w, int h, int k) {
+        return convolve_problem({w, h, 3, Layout::aos}, masks::gaussian(k), Border{BorderMode::replicate, 0});
+    };
+    const auto check = [&](const Problem& p, const GpuIdentity& gpu, LookupLevel level, const std::string& shape) {
+        const Lookup l = lookup(cache, v, "hash", p, gpu);
+        EXPECT_EQ(l.level, level) << to_string(p) << ": " << l.explanation;
+        EXPECT_EQ(to_string(l.shape), shape) << to_string(p) << ": " << l.explanation;
+        return l;
+    };
+    const Lookup exact = check(problem(1920, 1080, 3), h200(), LookupLevel::exact, "64x4");
+    EXPECT_NE(exact.explanation.find("exact problem class on this GPU"), std::string::npos) << exact.explanation;
+    ASSERT_NE(exact.record, nullptr);
+    check(problem(1280, 720, 3), h200(), LookupLevel::nearest_size, "64x4");      // 720p: HD is nearest
+    check(problem(3840, 2160, 3), h200(), LookupLevel::nearest_size, "128x2");    // 4K: HD and 8K tie, larger wins
+    check(problem(7000, 4000, 3), h200(), LookupLevel::exact, "128x2");           // in the 8K bucket
+    check(problem(1280, 720, 5), h200(), LookupLevel::same_compute_capability, "16x16");  // only the H100 has 5x5
+    check(problem(1920, 1080, 3), h200(14000), LookupLevel::same_compute_capability, "64x4");  // another driver
+    GpuIdentity ada{"NVIDIA L4", 8, 9, 58, 13000, 13000};
+    check(problem(1920, 1080, 3), ada, LookupLevel::variant_default, "32x8 outputs=1");
+    const Lookup stale = check(problem(1920, 1080, 7), h200(), LookupLevel::variant_default, "32x8 outputs=1");
+    EXPECT_NE(stale.explanation.find("another source"), std::string::npos) << stale.explanation;
+    check(problem(1920, 1080, 9), h200(), LookupLevel::variant_default, "32x8 outputs=1");  // 4x64 refused
+    check(problem(1920, 1080, 11), h200(), LookupLevel::variant_default, "32x8 outputs=1");  // another variant's
+    const Problem rgba = convolve_problem({1920, 1080, 4, Layout::aos}, masks::gaussian(3), Border{});
+    check(rgba, h200(), LookupLevel::variant_default, "32x8 outputs=1");  // channels differ
+}
+
+TEST(Lookup, AtTheComputeCapabilityLevelTheSameModelComesFirst) {
+    TuningCache cache;
+    cache.merge(record(h100(), "conv.test", "HD/3x3/c3/aos", 64, 4));   // another model, exact class
+    cache.merge(record(h200(), "conv.test", "4K/3x3/c3/aos", 16, 16));  // this model, older driver, nearest size
+    const LookupVariant v;
+    const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
+    const Lookup l = lookup(cache, v, "hash", p, h200(14000));
+    EXPECT_EQ(l.level, LookupLevel::same_compute_capability);
+    EXPECT_EQ(to_string(l.shape), "16x16") << l.explanation;
+}
+
+TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
+    TuningCache cache;
+    TuningRecord r = record(h200(), "conv.test", "HD/3x3/c3/aos", 4, 64);  // refused: narrower than 8
+    r.top[1].shape = LaunchShape{8, 32, {}};
+    cache.merge(r);
+    TuningRecord stale = record(h200(), "conv.test", "HD/3x3/c3/aos", 32, 4, "old-hash");
+    stale.requested_min_occupancy = 0.5;  // kept beside the first (another rule)
+    cache.merge(stale);
+    ASSERT_EQ(cache.records().size(), 2u);
+    const LookupVariant v;
+    const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
+    const Lookup l = lookup(cache, v, "hash", p, h200());
+    EXPECT_EQ(l.level, LookupLevel::exact);
+    EXPECT_EQ(to_string(l.shape), "8x32") << l.explanation;
+    EXPECT_NE(l.explanation.find("minimum occupancy 100%"), std::string::npos) << l.explanation;
+    // The stale record of this class is named, and only it.
+    EXPECT_NE(l.explanation.find("1 record(s) of this class were tuned with another source"), std::string::npos) << l.explanation;
+}
+
+class SobelLookupVariant : public SpaceVariant {
+public:
+    std::string name() const override { return "sobel.test"; }
+    Operation op() const override { return Operation::sobel; }
+    Support supports(const Problem&) const override { return Support::yes(); }
+};
+
+// Sobel and integral records go through the same ladder as convolutions', beside them in one cache,
+// and a record of one operation is never taken for another's problem.
+TEST(Lookup, SobelAndIntegralRecordsFollowTheSameLadder) {
+    TuningCache cache;
+    cache.merge(record(h200(), "sobel.test", "sobel/8K/c1/aos", 128, 2));
+    cache.merge(record(h200(), "sobel.test", "sobel/HD/c3/aos", 64, 4));
+    cache.merge(record(h200(), "sobel.test", "HD/3x3/c1/aos", 16, 16));  // a convolution class of the same name: never used
+    const SobelLookupVariant v;
+    const auto check = [&](ImageShape shape, LookupLevel level, const std::string& expected) {
+        const Lookup l = lookup(cache, v, "hash", op_problem(Operation::sobel, shape), h200());
+        EXPECT_EQ(l.level, level) << l.explanation;
+        EXPECT_EQ(to_string(l.shape), expected) << l.explanation;
+    };
+    check({7680, 4320, 1, Layout::aos}, LookupLevel::exact, "128x2");
+    check({3840, 2160, 1, Layout::aos}, LookupLevel::nearest_size, "128x2");  // 4K: the gray records are 8K only
+    check({1920, 1080, 3, Layout::aos}, LookupLevel::exact, "64x4");
+    check({1920, 1080, 1, Layout::soa}, LookupLevel::variant_default, "32x8 outputs=1");  // no gray SoA record
+}
+
+}  // namespace
+}  // namespace klab::autotune

@@ -1,0 +1,107 @@
+// The exact test of conv.box_integral and conv.box_running_sums: every border, box sizes from 1x1
+// to 31x31 and boxes whose coefficient is not 1/n, compared element for element with the CPU reference.
+#include <gtest/gtest.h>
+
+#include "tests/gpu/op_conformance.hpp"
+
+namespace klab {
+namespace {
+
+using namespace op_conformance;
+
+// --- the box variants, exactly -----------------------------------------------------------------
+// verify_convolution would accept an off-by-one next to an fp32 rounding tie; conv.box_integral
+// and conv.box_running_sums promise identical results (their preambles prove why), so they are
+// held to verify_exact, on every border, box sizes from 1x1 to 31x31 (larger than the images),
+// non-square boxes, and boxes whose coefficient is not 1/n: saturating, negative, arbitrary, and
+// 0.5 and 1/8, whose products m * S are exact ties at odd S (round half to even decides them).
+
+struct BoxCase {
+    Problem problem;
+    PitchKind input_pitch;
+    PitchKind output_pitch;
+    bool awkward_shape;
+    std::uint32_t seed;
+};
+
+std::vector<BoxCase> box_table(bool reduced) {
+    std::vector<Mask> masks = {masks::box(1), masks::box(3), masks::box(9), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"),
+                               flat_mask(15, 1, 1.0f / 15, "box15x1"), flat_mask(5, 5, 1.0f, "ones5"),
+                               flat_mask(7, 7, 0.0123f, "flat7_0_0123"), flat_mask(3, 3, -0.25f, "negative3"),
+                               flat_mask(1, 1, 0.5f, "half1"), flat_mask(3, 3, 0.125f, "eighth3"),
+                               flat_mask(5, 3, 300.0f, "saturating5x3")};
+    std::vector<std::pair<int, int>> sizes = {{1, 1}, {2, 3}, {5, 5}, {17, 13}, {64, 48}, {127, 65}};
+    if (reduced) {
+        masks = {masks::box(3), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"), flat_mask(3, 3, 0.125f, "eighth3")};
+        sizes = {{2, 3}, {17, 13}};
+    }
+    std::vector<BoxCase> table;
+    std::size_t n = 0;
+    for (auto [w, h] : sizes)
+        for (const Mask& mask : masks)
+            for (const Border& border : all_borders()) {
+                const Format f = kFormats[(n + n / 6) % 6];
+                table.push_back({convolve_problem(ImageShape{w, h, f.channels, f.layout}, mask, border),
+                                 kPitches[n % 3], kPitches[(n / 3 + 1) % 3], n % 2 == 1, static_cast<std::uint32_t>(9000 + n)});
+                ++n;
+            }
+    return table;
+}
+
+const std::vector<BoxCase>& box_cases() {
+    static const std::vector<BoxCase> cases = box_table(reduced_table());
+    return cases;
+}
+
+std::vector<OpParam> box_params() {
+    std::vector<OpParam> params;
+    for (const char* name : kExactBoxVariants) {
+        const Variant* variant = Registry::instance().find(name);
+        if (variant == nullptr) continue;
+        for (std::size_t i = 0; i < box_cases().size(); ++i) params.push_back({variant, i});
+    }
+    return params;
+}
+
+// Both are registered (else the suite would shrink without a failure).
+TEST(BoxExactSuite, CoversBothBoxVariants) {
+    for (const char* name : kExactBoxVariants) EXPECT_NE(Registry::instance().find(name), nullptr) << name;
+}
+
+class BoxExact : public ::testing::TestWithParam<OpParam> {
+protected:
+    void SetUp() override {
+        if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    }
+};
+
+TEST_P(BoxExact, EqualsTheReference) {
+    const Variant& variant = *GetParam().variant;
+    const BoxCase& c = box_cases()[GetParam().index];
+    const Problem& problem = c.problem;
+    const LaunchShape shape = c.awkward_shape ? awkward_shape(variant, problem) : variant.default_shape(problem);
+    SCOPED_TRACE(fmt::format("{} on {} with block {}", variant.name(), to_string(problem), to_string(shape)));
+    ASSERT_TRUE(variant.supports(problem)) << variant.supports(problem).reason();
+    const ImageU8 input = test::random_image(problem.shape, c.seed);
+    DeviceImage<std::uint8_t> in(problem.shape, pitch_for(c.input_pitch, problem.shape, 1));
+    in.upload(input);
+    DeviceImage<std::uint8_t> out(problem.shape, pitch_for(c.output_pitch, problem.shape, 1));
+    KLAB_CUDA_CHECK(cudaMemset(out.view().data, kSentinel, out.capacity_bytes()));
+    const DeviceMask mask(*problem.mask);
+    run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, shape);
+    const Verification v = verify_exact(reference::convolve(input, *problem.mask, problem.border, 0), out.download());
+    EXPECT_TRUE(v.ok()) << v.summary();
+}
+
+std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {
+    const Problem& p = box_cases()[param.param.index].problem;
+    std::string name = fmt::format("{}__exact_{:04}_{}x{}x{}_{}_{}_{}", param.param.variant->name(), param.param.index,
+                                   p.shape.width, p.shape.height, p.shape.channels, to_string(p.shape.layout),
+                                   to_string(p.border), p.mask->name());
+    return test::test_name(std::move(name));
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, BoxExact, ::testing::ValuesIn(box_params()), box_case_name);
+
+}  // namespace
+}  // namespace klab
