@@ -1,3 +1,7 @@
+// klab compare (bench/compare.hpp): the regression gate in one file, on purpose over ~400 lines:
+// the Mann-Whitney test, the noise file and the verdicts with their table and Markdown share the
+// row classes, the allowance and a few formatting helpers, and each part is short (under 150
+// lines); split apart they would need an internal header for those helpers and nothing else.
 #include "bench/compare.hpp"
 
 #include <algorithm>
