@@ -22,6 +22,18 @@ std::string plot_data_json(const BenchFile& file);
 // report.md's text; it links only the PNGs in `plots.drawn`.
 std::string report_markdown(const BenchFile& file, const PlotOutcome& plots);
 
+// The README's results table: a caption naming the GPU and the file, a Markdown table of a few
+// headline problems (the seeds' fastest variant, klab's fastest, × copy floor, × roofline, NPP)
+// and a line saying what the columns are; klab::Error when the file has none of those problems.
+std::string readme_table(const BenchFile& file);
+// The lines that enclose the table in README.md (tests/cpu/test_readme_table.cpp checks them).
+inline constexpr const char* kReadmeTableBegin = "<!-- klab report --readme-table: begin -->";
+inline constexpr const char* kReadmeTableEnd = "<!-- klab report --readme-table: end -->";
+// Replaces the text between the begin and end lines of the file at `readme` with `table`, and
+// writes it atomically; klab::Error, the file untouched, when it cannot be read, or its lines are
+// missing, repeated or out of order.
+void update_readme_table(const std::filesystem::path& readme, const std::string& table);
+
 struct ReportRequest {
     std::filesystem::path bench_json;
     std::filesystem::path out_dir;      // empty: the JSON's folder (created when missing)

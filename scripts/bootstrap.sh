@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libpng-dev libjpeg-dev libcli11-dev nlohmann-json3-dev
   python3-dev python3-venv  # the Python package: pip install . (docs/library.md)
+  python3-matplotlib        # klab report's plots (scripts/plot_bench.py)
   "$@"
 )
 
@@ -36,6 +37,12 @@ fi
 if ! command -v nvcc >/dev/null 2>&1; then
   echo "bootstrap: nvcc is in /usr/local/cuda/bin but not on PATH: export PATH=/usr/local/cuda/bin:\$PATH" >&2
   exit 1
+fi
+
+# The plots are drawn by the python3 on PATH, which may not be Debian's (pyenv, a virtualenv).
+if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
+  echo "bootstrap: warning: $(command -v python3) cannot import matplotlib, so klab report draws no plots:" \
+    "install it for that python (python3 -m pip install matplotlib) or put /usr/bin first on PATH" >&2
 fi
 
 cmake_version=$(cmake --version | head -n1 | awk '{print $3}')

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
-EXIT_NO_MATPLOTLIB = 3  # klab report (bench/report.cpp) tells the user to install matplotlib
+EXIT_NO_MATPLOTLIB = 3  # klab report (bench/report_plots.cpp) tells the user to install matplotlib
 
 # Line styles per row role: klab's variants solid in matplotlib's colour cycle, NPP's calls dashed
 # in black and grays (each its own marker), the copy floor dotted.
