@@ -260,7 +260,7 @@ void add_apply_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--variant", o->variant,
                     "GPU variant name (`klab list`), or auto: the fastest verified one in the tuning cache for the problem, "
-                    "else a default (conv.separable_fused for a separable mask, conv.halo_tiled, sobel.fused)")
+                    "else a default (conv.separable_fused for a separable mask, conv.halo_tiled otherwise, sobel.register_window for Sobel)")
         ->capture_default_str();
     cmd->add_option("--block", o->block,
                     "GPU block shape XxY, e.g. 32x8 (default: the tuning cache's for this GPU, else the variant's default)");
