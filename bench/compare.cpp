@@ -50,6 +50,7 @@ CompareRow compare_run(const BenchFile& old_file, const BenchRun& old_run, const
     // A failure is reported, not judged: there is nothing to compare.
     if (!old_run.error.empty()) append_note(row, "failed in OLD: " + old_run.error);
     else if (old_run.samples_us.empty()) append_note(row, "no samples in OLD");
+    row.failed_in_new = !new_run.error.empty() || new_run.samples_us.empty();
     if (!new_run.error.empty()) append_note(row, "failed in NEW: " + new_run.error);
     else if (new_run.samples_us.empty()) append_note(row, "no samples in NEW");
     if (!row.note.empty()) {
@@ -240,10 +241,13 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
         CompareRow row;
         row.name = run.name;
         row.row_class = row_class(run.name);
-        row.verdict = Verdict::added;
         row.new_repetitions = static_cast<int>(run.samples_us.size());
         if (!run.samples_us.empty()) row.new_median_us = run.median_us();
-        row.note = run.error.empty() ? "only in NEW" : "only in NEW, failed: " + run.error;
+        row.failed_in_new = !run.error.empty() || run.samples_us.empty();
+        // A new row that failed is a failure (counted and gating as one), not an addition.
+        row.verdict = row.failed_in_new ? Verdict::error : Verdict::added;
+        row.note = run.error.empty() ? (run.samples_us.empty() ? "only in NEW, no samples" : "only in NEW")
+                                     : "only in NEW, failed: " + run.error;
         c.rows.push_back(std::move(row));
     }
     for (const BenchRun& run : old_file.runs) {
@@ -259,8 +263,7 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
     }
     int baselines_moved = 0;
     for (CompareRow& row : c.rows) {
-        const BenchRun* in_new = new_file.find(row.name);
-        const bool failed_in_new = in_new != nullptr && (!in_new->error.empty() || in_new->samples_us.empty());
+        const bool failed_in_new = row.failed_in_new;
         const bool baseline = row.row_class == RowClass::baseline;
         const bool slower = row.verdict == Verdict::slower;
         row.gated = !baseline && row.old_median_us && *row.old_median_us >= options.min_us;

@@ -106,6 +106,7 @@ struct CompareRow {
     std::optional<double> noise;      // the row's learned noise, when the noise file has it
     std::optional<double> p_value;    // two-sided Mann-Whitney U
     std::string note;                 // why, in words
+    bool failed_in_new = false;       // NEW holds the row with an error or without samples
     bool gated = false;               // whether its slowdown fails the gate (see above)
     bool fails_gate = false;          // slower and gated, removed from NEW, or failed in NEW
 };

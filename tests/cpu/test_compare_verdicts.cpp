@@ -211,6 +211,22 @@ TEST_F(CompareCli, ABenchmarkFailedInNewFailsTheGateFailedInOldDoesNot) {
     EXPECT_NE(row_of(reverse, kSobel).value("note", "").find("failed in OLD"), std::string::npos) << reverse.dump(2);
 }
 
+TEST_F(CompareCli, ABenchmarkOnlyInNewThatFailedIsAFailureNotAnAddition) {
+    const std::vector<Bench> old_benches = {{kHalo, tight(250.0), ""}};
+    const std::vector<Bench> new_benches = {{kHalo, tight(250.0), ""},
+                                            {kSobel, tight(900.0), "cudaErrorIllegalAddress: an illegal memory access was encountered"}};
+    int code = -1;
+    const nlohmann::json doc = compare_json(bench_json(kH200, old_benches), bench_json(kH200, new_benches), code);
+    EXPECT_EQ(code, 1) << doc.dump(2);
+    EXPECT_EQ(verdict_of(doc, kSobel), "error");
+    EXPECT_NE(row_of(doc, kSobel).value("note", "").find("only in NEW, failed: cudaErrorIllegalAddress"), std::string::npos)
+        << doc.dump(2);
+    // The summary counts it as failed, the same as the gate does.
+    const test::CommandResult table = compare_table(bench_json(kH200, old_benches), bench_json(kH200, new_benches));
+    EXPECT_EQ(table.exit_code, 1) << table.output;
+    EXPECT_NE(table.output.find("1 failed, 0 added"), std::string::npos) << table.output;
+}
+
 TEST_F(CompareCli, ADifferentDriverIsAWarningNotARefusal) {
     const test::CommandResult r =
         compare_table(bench_json(kH200, three_benches(), "12.8"), bench_json(kH200, three_benches(), "13.0"));
