@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/compare.hpp"
+#include "autotune/json_limits.hpp"
 #include "bench/compare_text.hpp"
 #include "harness/error.hpp"
 
@@ -121,8 +122,12 @@ std::string noise_json(const NoiseFile& noise) {
 
 NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
     const std::string allowed = "a noise file written by klab compare --learn-noise";
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) throw Error(source + " is not JSON", allowed);
+    nlohmann::json doc;
+    try {
+        doc = parse_json_limited(text);  // the nesting limit every JSON file klab reads has
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(fmt::format("{} is not JSON ({})", source, printable(e.what())), allowed);
+    }
     const auto text_of = [](const nlohmann::json& object, const char* key) {
         return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();
     };
@@ -139,7 +144,8 @@ NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
     }
     for (const auto& [name, values] : doc["medians_us"].items()) {
         if (!values.is_array() || values.size() != noise.runs.size()) {
-            throw Error(fmt::format("{}: row {} has no array of {} medians (one per run)", source, name, noise.runs.size()), allowed);
+            throw Error(fmt::format("{}: row {} has no array of {} medians (one per run)", source, printable(name), noise.runs.size()),
+                        allowed);
         }
         std::vector<std::optional<double>>& medians = noise.medians_us[name];
         for (const nlohmann::json& v : values) {
@@ -148,7 +154,8 @@ NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
             } else if (v.is_number() && v.get<double>() > 0.0) {
                 medians.emplace_back(v.get<double>());
             } else {
-                throw Error(fmt::format("{}: row {} has a median that is neither a positive number nor null", source, name), allowed);
+                throw Error(fmt::format("{}: row {} has a median that is neither a positive number nor null", source, printable(name)),
+                            allowed);
             }
         }
     }
@@ -157,10 +164,10 @@ NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
 
 NoiseFile load_noise_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path, "a readable noise file (klab compare --learn-noise)");
+    if (!in) throw Error("cannot read " + printable(path), "a readable noise file (klab compare --learn-noise)");
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_noise_json(text.str(), path);
+    return parse_noise_json(text.str(), printable(path));
 }
 
 }  // namespace klab::bench

@@ -190,6 +190,10 @@ TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
     r = klab(fmt::format("compare --noise {} {} {}", write("text.json", "medians"), h200, h200));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("is not JSON"), std::string::npos) << r.output;
+    // Nesting deeper than every JSON file klab reads allows (autotune/json_limits.hpp).
+    r = klab(fmt::format("compare --noise {} {} {}", write("deep.json", std::string(100, '[') + std::string(100, ']')), h200, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("nesting deeper than 64"), std::string::npos) << r.output;
     r = klab(fmt::format("compare --noise {} --learn-noise {} {} {}", noise, noise, h200, h200));
     EXPECT_EQ(r.exit_code, 2) << r.output;
 
