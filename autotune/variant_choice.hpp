@@ -47,7 +47,6 @@ public:
     // shown even when a later step fails. Throws klab::Error when nothing runs the problem.
     VariantChoice choose(const Problem& problem, const Variant* requested, std::vector<std::string>& notes) const;
 
-    const GpuIdentity& gpu() const { return gpu_; }
 
 private:
     // A variant's cached time for the problem, as lookup() found it.

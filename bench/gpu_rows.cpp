@@ -115,8 +115,9 @@ void time_gpu_row(benchmark::State& state, const BenchCase& c) {
     set_counter(state, "copy_floor_us", floor_us);
     set_counter(state, "pct_copy_floor", 100.0 * floor_us / mean_us);
     // The roofline: the larger of the copy floor and the FMA floor (the problem's least FMAs at
-    // the GPU's measured FFMA rate; none for the integer operations).
-    const double fma_floor_us = settings().ffma_per_second > 0
+    // the GPU's measured FFMA rate; none for the integer operations, nor for a copy, which computes
+    // nothing of the problem it is named after).
+    const double fma_floor_us = settings().ffma_per_second > 0 && c.kind != RowKind::copy
                                     ? fma_per_output_element(c.problem) * row->pixels * c.problem.shape.channels /
                                           settings().ffma_per_second * 1e6
                                     : 0.0;

@@ -1,4 +1,4 @@
-// klab run: the main job. On a GPU machine it tunes the study's convolution classes that have no
+// klab run: the main job. On a GPU machine it tunes the study's problem classes (convolutions, Sobel, integral images) that have no
 // record of this GPU yet (klab tune --missing-only), runs klab-bench's study (bench/) with
 // repetitions, and writes results/<gpu-slug>/bench.json and its report. Without a GPU it says so
 // and benchmarks the CPU reference into results/no-gpu/ instead. --device N runs on that GPU;
@@ -116,7 +116,7 @@ void run_study(const RunOptions& o) {
     // benchmarks still run, and the failure is reported at the end.
     std::string tune_failure;
     if (gpu && o.tune) {
-        fmt::print("\n== 1. Tuning the study's convolution classes that this GPU has no record of\n");
+        fmt::print("\n== 1. Tuning the study's problem classes (convolutions, Sobel, integral images) that this GPU has no record of\n");
         std::fflush(stdout);
         try {
             tune_missing_classes(bench::tuned_classes(study), o.results);
