@@ -3,12 +3,15 @@
 // Technique: each thread owns a strip of kPixels (8) consecutive pixels of a row and walks down
 // (or up: strips alternate, so that two strips read the rows they share at the same time, the
 // second from L2) kRows (16) rows of it, holding the 3x3 window of its strip in registers: no
-// shared memory, no barrier. Outputs are streaming stores (evict-first in L2). A row of the strip is one word load per plane (8 bytes gray, 24 bytes RGB, 32 bytes RGBA,
-// as 8- and 16-byte loads), issued two rows (gray) or one row (colour) ahead of the row being
-// computed. The two halo columns come from the neighbouring lanes by warp shuffle (a warp's 32
-// lanes hold 256 consecutive pixels); lanes 0 and 31 read their outer neighbour themselves. Per pixel:
-//   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp4a byte dot products (the weights
-//           split into low and high bytes), then round-half-to-even of T / 5000 by a multiply-high:
+// shared memory, no barrier. A row of the strip is one word load per plane (8 bytes gray, 24 bytes
+// RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued four rows (gray) or two rows (colour) ahead
+// of the row being computed; colour walks also ask L2 for the row four further on (a prefetch holds
+// no register). Interior walks step a pointer by one pitch per row. Outputs are 8-byte streaming
+// stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
+// (a warp's 32 lanes hold 256 consecutive pixels); lanes 0 and 31 read their outer neighbour
+// themselves, at a column the border rule maps once per strip. Per pixel:
+//   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp2a dot products (16-bit weights
+//           times bytes), then round-half-to-even of T / 5000 by a multiply-high:
 //           u = floor((T + 2500) / 5000) = umulhi(T + 2500, 858994), and T / 5000 is a tie (T + 2500
 //           a multiple of 5000) exactly when the low word (T + 2500) * 858994 < 858994, where the
 //           result is u & ~1. gray_bt709 rounds (2126 r + 7152 g + 722 b) / 10000 = 2T / 10000 the
@@ -30,24 +33,29 @@
 // checks every n from 0 to 2 * 1020^2 on the device.
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
-// rows all lie inside the image skip that. Lanes 0 and 31 map their outer neighbour the same way.
-// A warp whose 256 pixels reach past the right edge of the image, or whose rows are not aligned for
-// the word loads (an odd pitch), computes each output pixel from its nine gray values instead
-// (pixelwise_strip: the same arithmetic, border_index for every sample).
+// rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
+// strip. A warp whose 256 pixels reach past the right edge of the image, or whose rows are not
+// aligned for the word loads and stores (an odd pitch), computes each output pixel from its nine
+// gray values instead (pixelwise_strip: the same arithmetic, border_index for every sample).
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
 // 512 (a warp's lanes lie along a row; k and m tuned); each thread computes 8 x 16 output pixels.
 // What it adds over sobel.fused (4 rows per thread, one byte load and one shared-memory gray value
 // per pixel, about 100 instructions per pixel by Nsight): word loads, 8 pixels x 16 rows per
-// thread, no shared memory, float arithmetic without conversions: by the SASS of the main loop,
-// about 16 instructions per gray pixel and 25 per colour pixel.
+// thread, no shared memory, float arithmetic without conversions: 18.5 instructions per gray pixel
+// and 30 per colour pixel by Nsight (the window's arithmetic is 13.5 of them).
 // Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
-// (the squares need fp32, and converting back costs what the packing saves).
-// Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
-// flushed, tuned block 64x4, medians of 3): 8K gray 40.5 us (2.27x its copy floor; NPP's two
-// gradient calls 104.6 us: 2.6x faster; sobel.fused 103.5 us), 8K RGB AoS 60.1 us (1.86x; sobel.fused
-// 135 us). Nsight Compute, 8K gray: 33 MB read, 12 MB written, 26 M warp instructions, issue slots
-// 67% busy, 64 registers, occupancy 42%: close to issue-bound.
+// (the squares need fp32, and converting back costs what the packing saves), no 64-register cap
+// (the previous version had one: 25 instructions per gray pixel with the per-row border and address
+// work now out of the loop, 40.4 us; ptxas spills this loop at 64). Tried and dropped, measured on
+// the H200: an L2 prefetch for gray walks (32.6 us against 32.1), six rows ahead for colour (56.2 us
+// against 54.4).
+// Measured on an NVIDIA H200 (device run of 2026-11-24, klab-bench, L2 flushed, tuned blocks, medians
+// of 3): 8K gray 32.1 us (1.81x its copy floor of 17.7 us; NPP's two gradient calls 105.4 us: 3.3x
+// faster), 8K RGB AoS 54.4 us (1.67x). Nsight Compute, 8K gray: 19.2 M warp instructions (was 26.3 M),
+// issue slots 58% busy, 98 registers, occupancy 23%; 8K RGB: 31.2 M warp instructions, issue slots
+// 57% busy, 96 registers, occupancy 27%, DRAM 48% of peak: the gray walk is close to issue-bound, the
+// colour one waits on its loads.
 #include <cstddef>
 #include <cstdint>
 
@@ -88,19 +96,15 @@ struct RawRow {
     std::uint32_t halo;
 };
 
-// The input as the window addresses it: 32-bit row offsets (the caller checked the pitch).
+// The input as the window reads it: plane 0's rows, the distance from one SoA plane to the next.
 struct Source {
     const std::uint8_t* data;
-    std::uint32_t pitch;
-    std::size_t plane_bytes;  // height * pitch: from one SoA plane to the next
+    std::size_t pitch;
+    std::size_t plane_bytes;  // height * pitch
     int width;
     int height;
     Border border;
 };
-
-__device__ __forceinline__ const std::uint8_t* row_of(const Source& in, int sy) {
-    return in.data + static_cast<std::size_t>(static_cast<std::uint32_t>(sy)) * in.pitch;
-}
 
 // The pixel word of a constant border's value v: v for gray input, the colour (v, v, v) (whose
 // gray value is v) for colour input.
@@ -122,32 +126,29 @@ __device__ __forceinline__ std::uint32_t pixel_at(const std::uint8_t* row, std::
     }
 }
 
-// Pixel x (any column, border resolved) of the row starting at `row`.
-template <int Channels, bool Soa>
-__device__ __forceinline__ std::uint32_t pixel_or_border(const Source& in, const std::uint8_t* row, int x) {
-    int sx = x;
-    if (static_cast<unsigned>(x) >= static_cast<unsigned>(in.width)) {
-        sx = border_index(x, in.width, in.border.mode);
-        if (sx < 0) return constant_pixel<Channels>(in.border);
-    }
-    return pixel_at<Channels, Soa>(row, in.plane_bytes, sx);
+// The outer neighbour of lanes 0 and 31 (the pixel left or right of the warp's run). Its column is
+// the same in every row, so the border rule maps it once per strip: `column` is the pixel read in
+// each row, or -1 where no pixel is read (lanes 1 to 30, and a constant border's column, whose
+// pixel is `fill`).
+struct HaloColumn {
+    int column;
+    std::uint32_t fill;
+};
+
+template <int Channels>
+__device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, int x0) {
+    if (lane != 0 && lane != kWarp - 1) return {-1, 0u};
+    const int x = lane == 0 ? x0 - 1 : x0 + kPixels;
+    const int sx = border_index(x, in.width, in.border.mode);
+    return {sx, sx < 0 ? constant_pixel<Channels>(in.border) : 0u};
 }
 
-// Loads row y of the strip at pixel x0 (inside the image, rows aligned for the vector loads) and
-// the lane's halo pixel. Interior: the caller knows y lies inside the image (no border mapping).
-template <int Channels, bool Soa, bool Interior>
-__device__ __forceinline__ void load_row(const Source& in, int y, int x0, int lane, RawRow<Channels, Soa>& raw) {
+// Loads the strip's bytes of the row starting at `row` (plane 0; rows aligned for the vector loads)
+// and the lane's halo pixel.
+template <int Channels, bool Soa>
+__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
+                                         RawRow<Channels, Soa>& raw) {
     using R = Reading<Channels, Soa>;
-    const int sy = Interior ? y : border_index(y, in.height, in.border.mode);
-    if (!Interior && sy < 0) {  // a constant border's row: the value in every byte
-#pragma unroll
-        for (int p = 0; p < R::kPlanes; ++p)
-#pragma unroll
-            for (int i = 0; i < R::kWords; ++i) raw.w[p][i] = in.border.value * 0x01010101u;
-        raw.halo = constant_pixel<Channels>(in.border);
-        return;
-    }
-    const std::uint8_t* row = row_of(in, sy);
 #pragma unroll
     for (int p = 0; p < R::kPlanes; ++p) {
         const std::uint8_t* src = row + p * in.plane_bytes + x0 * R::kStride;
@@ -165,16 +166,72 @@ __device__ __forceinline__ void load_row(const Source& in, int y, int x0, int la
             }
         }
     }
-    raw.halo = 0;  // used by lanes 0 and 31 only
-    if (lane == 0 || lane == kWarp - 1) raw.halo = pixel_or_border<Channels, Soa>(in, row, lane == 0 ? x0 - 1 : x0 + kPixels);
+    raw.halo = halo.column >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, halo.column) : halo.fill;
 }
+
+// A row outside the image under a constant border: the value in every byte (and the colour (v, v, v)
+// for the halo pixel, whose gray value is also v).
+template <int Channels, bool Soa>
+__device__ __forceinline__ void constant_row(const Source& in, RawRow<Channels, Soa>& raw) {
+    using R = Reading<Channels, Soa>;
+#pragma unroll
+    for (int p = 0; p < R::kPlanes; ++p)
+#pragma unroll
+        for (int i = 0; i < R::kWords; ++i) raw.w[p][i] = in.border.value * 0x01010101u;
+    raw.halo = constant_pixel<Channels>(in.border);
+}
+
+// The rows of a walk, in walk order. Interior walks (every row inside the image) move a pointer by
+// one pitch per row; the others map each row by the border rule.
+template <bool Interior>
+struct RowCursor;
+
+template <>
+struct RowCursor<true> {
+    const std::uint8_t* row;
+    std::ptrdiff_t delta;  // +-pitch
+    __device__ __forceinline__ RowCursor(const Source& in, int y, int step)
+        : row(in.data + static_cast<std::size_t>(y) * in.pitch), delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch)
+                                                                                 : -static_cast<std::ptrdiff_t>(in.pitch)) {}
+    template <int Channels, bool Soa>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa>& raw) {
+        load_row(in, row, x0, halo, raw);
+        row += delta;
+    }
+    // Asks L2 for the strip's bytes of the row `rows` after the next one (no register waits for it).
+    template <int Channels, bool Soa>
+    __device__ __forceinline__ void prefetch(const Source& in, int x0, int rows) const {
+        using R = Reading<Channels, Soa>;
+#pragma unroll
+        for (int p = 0; p < R::kPlanes; ++p) {
+            const std::uint8_t* src = row + rows * delta + p * in.plane_bytes + x0 * R::kStride;
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(src));
+        }
+    }
+};
+
+template <>
+struct RowCursor<false> {
+    int y;
+    int step;
+    __device__ __forceinline__ RowCursor(const Source&, int y_, int step_) : y(y_), step(step_) {}
+    template <int Channels, bool Soa>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa>& raw) {
+        const int sy = border_index(y, in.height, in.border.mode);
+        if (sy < 0) {
+            constant_row(in, raw);
+        } else {
+            load_row(in, in.data + static_cast<std::size_t>(sy) * in.pitch, x0, halo, raw);
+        }
+        y += step;
+    }
+};
 
 // round-half-to-even((1063 r + 3576 g + 361 b) / 5000) = gray_bt709(r, g, b) for px = r | g << 8 | b << 16
 // (byte 3 ignored); see the preamble. tests/gpu/test_sobel_register_window_arithmetic.cu repeats it.
 __device__ __forceinline__ std::uint32_t gray_of(std::uint32_t px) {
-    const std::uint32_t low = __dp4a(px, 0x0069F827u, 2500u);  // 39 r + 248 g + 105 b + 2500
-    const std::uint32_t high = __dp4a(px, 0x00010D04u, 0u);    // 4 r + 13 g + 1 b
-    const std::uint32_t x = high * 256u + low;                 // T + 2500
+    // T + 2500 = 1063 r + 3576 g (16-bit weights times bytes 0 and 1) + 361 b (times byte 2; byte 3 times 0) + 2500
+    const std::uint32_t x = __dp2a_lo(0x0DF80427u, px, __dp2a_hi(0x00000169u, px, 2500u));
     const std::uint32_t u = __umulhi(x, 858994u);
     return x * 858994u < 858994u ? (u & ~1u) : u;
 }
@@ -229,11 +286,11 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
 }
 
 // One output row: the window (a, c) advances by the gray row g of the next row in the walk, and
-// the row's eight outputs go to dst (one 8-byte streaming store where the output's rows are aligned
-// for it: evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
+// the row's eight outputs go to dst (one 8-byte streaming store, the output's rows aligned for it:
+// evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
 // Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
 __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[kPixels + 2], const float (&g)[kPixels + 2],
-                                            std::uint8_t* dst, bool aligned_store) {
+                                            std::uint8_t* dst) {
     std::uint32_t bits[kPixels];
     float s_left = 0.0f, s_mid = 0.0f, d_left = 0.0f, d_mid = 0.0f;
 #pragma unroll
@@ -247,58 +304,65 @@ __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[
         s_left = s_mid, s_mid = s;
         d_left = d_mid, d_mid = d;
     }
-    if (aligned_store) {
-        const std::uint32_t low = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
-        const std::uint32_t high = __byte_perm(__byte_perm(bits[4], bits[5], 0x0040u), __byte_perm(bits[6], bits[7], 0x0040u), 0x5410u);
-        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(low, high));
-    } else {
-#pragma unroll
-        for (int k = 0; k < kPixels; ++k) dst[k] = static_cast<std::uint8_t>(bits[k]);
-    }
+    const std::uint32_t low = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
+    const std::uint32_t high = __byte_perm(__byte_perm(bits[4], bits[5], 0x0040u), __byte_perm(bits[6], bits[7], 0x0040u), 0x5410u);
+    __stcs(reinterpret_cast<uint2*>(dst), make_uint2(low, high));
 }
 
-// The register window over output rows [y_begin, y_end) of the strip at x0, walking down (Step 1)
-// or up (Step -1). Interior: every row it reads, y_begin - 1 ... y_end, lies inside the image.
-// Strips walk down and up in turn, so that two strips read the rows they share at about the same
-// time, both at the start of their walks or both at the end (the second read finds them in L2).
-template <int Channels, bool Soa, bool Interior, int Step>
-__device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_begin,
-                                             int y_end) {
+// The register window over `rows` output rows of the strip at x0, from y_first walking by step (+1
+// down, -1 up). Interior: every row the walk reads (one beyond each end) lies inside the image, and
+// then rows == kRows. Strips walk down and up in turn, so that two strips read the rows they share
+// at about the same time, both at the start of their walks or both at the end (the second read
+// finds them in L2).
+template <int Channels, bool Soa, bool Interior>
+__device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first,
+                                             int rows, int step) {
     using Raw = RawRow<Channels, Soa>;
-    constexpr int step = Step;
-    const bool aligned_store = (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 8 == 0;
-    const int rows = y_end - y_begin;
-    const int y_first = step > 0 ? y_begin : y_end - 1;  // the first output row of the walk
+    const HaloColumn halo = halo_column<Channels>(in, lane, x0);
+    RowCursor<Interior> cursor(in, y_first - step, step);
+    std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
+    const std::ptrdiff_t dst_delta = step > 0 ? static_cast<std::ptrdiff_t>(out.pitch_bytes) : -static_cast<std::ptrdiff_t>(out.pitch_bytes);
+    if constexpr (Interior) rows = kRows;
     // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
     // the previous row of the walk and the current row.
     float a[kPixels + 2], c[kPixels + 2];
     {
         Raw raw;
         float g[kPixels + 2];
-        load_row<Channels, Soa, Interior>(in, y_first - step, x0, lane, raw);
+        cursor.load_next(in, x0, halo, raw);
         gray_row(raw, lane, g);
-        load_row<Channels, Soa, Interior>(in, y_first, x0, lane, raw);
+        cursor.load_next(in, x0, halo, raw);
         gray_row(raw, lane, a);
 #pragma unroll
         for (int j = 0; j < kPixels + 2; ++j) c[j] = g[j] + a[j];
     }
-    // Rows in flight: ahead[r] holds the row after output row i + r in the walk (row y_first + (i +
-    // r + 1) * step) and is refilled kAhead rows further on once it has been used (the loop is
-    // unrolled by kAhead so that the rows stay in fixed registers). Gray rows keep two in flight
-    // (8 bytes per lane each); colour rows (24 and 32 bytes) keep one, which leaves the registers the
+    // Rows in flight: ahead[r] holds the row after output row i + r of the walk and is refilled
+    // kAhead rows further on once it has been used. The loop body is unrolled by kAhead (even, so
+    // that the window's registers come back to where they started). Gray rows keep four in flight
+    // (8 bytes per lane each); colour rows (24 and 32 bytes) two, which leaves the registers the
     // colour conversion needs.
-    constexpr int kAhead = Channels == 1 ? 2 : 1;
+    constexpr int kAhead = Channels == 1 ? 4 : 2;
+    // Rows further ahead are only asked of L2 (colour rows, whose loads wait longest).
+    constexpr int kPrefetch = Channels == 1 ? 0 : 4;
+    static_assert(kRows % kAhead == 0 && kAhead % 2 == 0, "whole unrolled steps per strip");
     Raw ahead[kAhead];
 #pragma unroll
-    for (int r = 0; r < kAhead; ++r) load_row<Channels, Soa, Interior>(in, y_first + (1 + r) * step, x0, lane, ahead[r]);
+    for (int r = 0; r < kAhead; ++r) {
+        if (Interior || r < rows) cursor.load_next(in, x0, halo, ahead[r]);
+    }
+#pragma unroll 1
     for (int i = 0; i < rows; i += kAhead) {
 #pragma unroll
         for (int r = 0; r < kAhead; ++r) {
-            if (i + r >= rows) break;
+            if (!Interior && i + r >= rows) break;
             float g[kPixels + 2];
             gray_row(ahead[r], lane, g);
-            if (i + r + kAhead < rows) load_row<Channels, Soa, Interior>(in, y_first + (i + r + 1 + kAhead) * step, x0, lane, ahead[r]);
-            window_step(a, c, g, out.data + static_cast<std::size_t>(y_first + (i + r) * step) * out.pitch_bytes + x0, aligned_store);
+            if constexpr (Interior && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
+                if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa>(in, x0, kPrefetch);
+            }
+            if (i + r + kAhead < rows) cursor.load_next(in, x0, halo, ahead[r]);
+            window_step(a, c, g, dst);
+            dst += dst_delta;
         }
     }
 }
@@ -321,8 +385,8 @@ __device__ __forceinline__ std::uint32_t gray_at(const ImageView<const std::uint
     return Channels == 1 ? px : gray_of(px);
 }
 
-// The strip of a warp that reaches past the right edge, or of rows not aligned for the word loads:
-// each output pixel from its nine gray values, the border rule for each (no window).
+// The strip of a warp that reaches past the right edge, or of rows not aligned for the word loads
+// and stores: each output pixel from its nine gray values, the border rule for each (no window).
 template <int Channels, bool Soa>
 __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border,
                                              int x0, int y_begin, int y_end) {
@@ -341,10 +405,10 @@ __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, I
     }
 }
 
-// At least two blocks of 512 threads per SM: at most 64 registers, which hold the window (and two
-// rows in flight) without spilling.
+// One block of up to 512 threads per SM at least: up to 128 registers, so that the window and the
+// rows in flight never spill (about 96 are used; the tuner picks the block at the occupancy reached).
 template <int Channels, bool Soa>
-__global__ void __launch_bounds__(kMaxBlockThreads, 2)
+__global__ void __launch_bounds__(kMaxBlockThreads, 1)
     sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border) {
     using R = Reading<Channels, Soa>;
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
@@ -353,27 +417,23 @@ __global__ void __launch_bounds__(kMaxBlockThreads, 2)
     const int height = in.shape.height;
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
     const int y_end = min(y_begin + kRows, height);
-    // The window needs the warp's 256 pixels inside the image, rows aligned for the vector loads
-    // and 32-bit row offsets; the test is the same for the whole warp.
+    // The window needs the warp's 256 pixels inside the image, input rows aligned for the vector
+    // loads and output rows for the 8-byte stores; the test is the same for the whole warp.
     const int warp_end = x0 - lane * kPixels + kWarp * kPixels;
-    const bool windowed = warp_end <= in.shape.width && in.pitch_bytes <= 0xffffffffu &&
-                          (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0;
+    const bool windowed = warp_end <= in.shape.width && (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
+                          (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 8 == 0;
     if (!windowed) {
         if (x0 < in.shape.width) pixelwise_strip<Channels, Soa>(in, out, border, x0, y_begin, y_end);
         return;
     }
-    const Source source{in.data, static_cast<std::uint32_t>(in.pitch_bytes), static_cast<std::size_t>(height) * in.pitch_bytes,
-                        in.shape.width, height, border};
+    const Source source{in.data, in.pitch_bytes, static_cast<std::size_t>(height) * in.pitch_bytes, in.shape.width, height, border};
     const bool down = (y_begin / kRows) % 2 == 0;  // strips walk down and up in turn
-    const bool interior = y_begin >= 1 && y_end + 1 <= height;
-    if (interior && down) {
-        window_strip<Channels, Soa, true, 1>(source, out, lane, x0, y_begin, y_end);
-    } else if (interior) {
-        window_strip<Channels, Soa, true, -1>(source, out, lane, x0, y_begin, y_end);
-    } else if (down) {
-        window_strip<Channels, Soa, false, 1>(source, out, lane, x0, y_begin, y_end);
+    const int y_first = down ? y_begin : y_end - 1;
+    const int step = down ? 1 : -1;
+    if (y_begin >= 1 && y_end + 1 <= height) {
+        window_strip<Channels, Soa, true>(source, out, lane, x0, y_first, kRows, step);
     } else {
-        window_strip<Channels, Soa, false, -1>(source, out, lane, x0, y_begin, y_end);
+        window_strip<Channels, Soa, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
     }
 }
 

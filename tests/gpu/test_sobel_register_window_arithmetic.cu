@@ -2,7 +2,7 @@
 // sobel_register_window.cu argues why they agree), checked on the device for every input they can
 // meet. The expressions are repeated here: kernel files are not included by tests; keep the two in
 // step.
-//   gray:      round-half-to-even((1063 r + 3576 g + 361 b) / 5000) by two __dp4a and a
+//   gray:      round-half-to-even((1063 r + 3576 g + 361 b) / 5000) by two __dp2a and a
 //              multiply-high, against gray_bt709 for all 2^24 colours;
 //   magnitude: the low byte of sqrt.approx(min(n, 65280)) + 1.5 * 2^23 for n = gx^2 + gy^2 (exact in
 //              fp32), against the reference's saturate_round_u8(sqrt(double(n))) for every n a 3x3
@@ -25,9 +25,7 @@ constexpr int kLargestSum = 2 * 1020 * 1020;  // |gx|, |gy| <= 4 * 255
 constexpr int kGradients = 2041;              // gx = -1020 ... 1020; gy in steps of 8
 
 __device__ std::uint32_t gray_of(std::uint32_t px) {
-    const std::uint32_t low = __dp4a(px, 0x0069F827u, 2500u);
-    const std::uint32_t high = __dp4a(px, 0x00010D04u, 0u);
-    const std::uint32_t x = high * 256u + low;
+    const std::uint32_t x = __dp2a_lo(0x0DF80427u, px, __dp2a_hi(0x00000169u, px, 2500u));
     const std::uint32_t u = __umulhi(x, 858994u);
     return x * 858994u < 858994u ? (u & ~1u) : u;
 }
