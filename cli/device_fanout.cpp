@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -134,11 +135,17 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
     // Each child in a process group of its own: a terminal's Ctrl-C reaches klab alone, which
     // passes every signal on to the children once (harness/interrupt.hpp), so that they stop as
     // it does: gracefully at the first, at once at the second.
+    // A signal that came between a child's start and its registration would never reach it: the
+    // signals wait until every child is registered (the children start with none blocked).
     std::vector<std::unique_ptr<ChildRegistration>> signalled(children.size());
+    std::optional<SignalsHeld> held(std::in_place);
+    sigset_t none;
+    sigemptyset(&none);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setsigmask(&attributes, &none);
     for (std::size_t i = 0; i < children.size(); ++i) {
         const ChildProcess& child = children[i];
         int fds[2];
@@ -166,6 +173,7 @@ std::vector<ChildResult> run_children(const std::vector<ChildProcess>& children)
         signalled[i] = std::make_unique<ChildRegistration>(pid);
     }
     posix_spawnattr_destroy(&attributes);
+    held.reset();  // a signal that came meanwhile is handled now, and passed on to every child
 
     // Their output, a line at a time, as it comes.
     for (;;) {

@@ -140,6 +140,20 @@ TempFileRegistration::~TempFileRegistration() {
     if (slot_ >= 0) g_temp_files[static_cast<std::size_t>(slot_)].state.store(kFree);
 }
 
+sigset_t handled_signal_set() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int signal : kHandledSignals) sigaddset(&set, signal);
+    return set;
+}
+
+SignalsHeld::SignalsHeld() {
+    const sigset_t handled = handled_signal_set();
+    ::pthread_sigmask(SIG_BLOCK, &handled, &previous_);
+}
+
+SignalsHeld::~SignalsHeld() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
 ChildRegistration::ChildRegistration(pid_t pid) : slot_(-1) {
     for (std::size_t i = 0; i < g_children.size(); ++i) {
         pid_t free = 0;

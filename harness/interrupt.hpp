@@ -86,4 +86,22 @@ private:
     int slot_;
 };
 
+// Holds SIGINT, SIGTERM and SIGHUP back from the calling thread while it lives; one that arrives
+// meanwhile is handled when it ends. Start and register children inside one, so that no signal
+// falls between a child's start and its registration (it would never reach that child). A
+// process-directed signal waits only if every other thread blocks these signals too.
+class SignalsHeld {
+public:
+    SignalsHeld();
+    ~SignalsHeld();
+    SignalsHeld(const SignalsHeld&) = delete;
+    SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+private:
+    sigset_t previous_;
+};
+
+// The signals klab handles (SIGINT, SIGTERM, SIGHUP) as a set, e.g. for pthread_sigmask.
+sigset_t handled_signal_set();
+
 }  // namespace klab

@@ -9,6 +9,8 @@
 // fixture (Faults: a scratch folder, the child processes, the checks of what is left behind) that
 // the tuning-cache faults extend (CacheFaults).
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -404,6 +406,10 @@ TEST_F(CacheFaults, ASignalToKlabReachesItsPerDeviceProcessesOnce) {
             install_interrupt_handlers();
             const GracefulStop graceful;
             std::thread([file] {
+                // The SIGINT below goes to the process: this thread must not take it, so that it
+                // waits while run_children holds signals back (harness/interrupt.hpp, SignalsHeld).
+                const sigset_t handled = handled_signal_set();
+                ::pthread_sigmask(SIG_BLOCK, &handled, nullptr);
                 for (std::vector<std::string> warnings;; warnings.clear()) {
                     if (fs::exists(file) && !autotune::TuningCache::load_file(file, warnings).records().empty()) break;
                 }
