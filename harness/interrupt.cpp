@@ -80,6 +80,13 @@ void on_signal(int signal) {
 
 }  // namespace
 
+sigset_t handled_signal_set() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int signal : kHandledSignals) sigaddset(&set, signal);
+    return set;
+}
+
 void install_interrupt_handlers() {
     // A write beyond the file-size limit (ulimit -f) then fails with EFBIG and is reported like a
     // full disk, instead of SIGXFSZ killing the process in the middle of a file.
@@ -89,8 +96,7 @@ void install_interrupt_handlers() {
         if (::sigaction(signal, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup and the like
         struct sigaction action {};
         action.sa_handler = on_signal;
-        sigemptyset(&action.sa_mask);
-        for (int other : kHandledSignals) sigaddset(&action.sa_mask, other);  // one handler at a time
+        action.sa_mask = handled_signal_set();  // one handler at a time
         action.sa_flags = SA_RESTART;  // system calls resume after a recorded signal
         ::sigaction(signal, &action, nullptr);
     }
@@ -138,13 +144,6 @@ TempFileRegistration::TempFileRegistration(const std::string& path) : slot_(-1) 
 
 TempFileRegistration::~TempFileRegistration() {
     if (slot_ >= 0) g_temp_files[static_cast<std::size_t>(slot_)].state.store(kFree);
-}
-
-sigset_t handled_signal_set() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int signal : kHandledSignals) sigaddset(&set, signal);
-    return set;
 }
 
 SignalsHeld::SignalsHeld() {
