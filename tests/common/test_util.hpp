@@ -1,7 +1,9 @@
 #pragma once
 // Small helpers shared by the CPU tests.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +26,19 @@ inline std::string test_name(std::string text) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     }
     return text;
+}
+
+// A fresh, empty directory for the running test: <temp>/klab_<what>_<pid>_<suite>_<test> (a
+// parameterised name's '/' as '_'), emptied first if a killed run left it behind. The pid keeps two
+// test runs at once (two build trees) apart.
+inline std::filesystem::path fresh_test_dir(const std::string& what) {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "klab_" + what + "_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
 }
 
 // Expects `action` to throw klab::Error whose message contains `fragment`.

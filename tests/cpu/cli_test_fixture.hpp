@@ -21,10 +21,7 @@ inline Result klab_cli(const std::string& arguments) { return test::run_command(
 class Cli : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() /
-              ("klab_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        dir = test::fresh_test_dir("cli");
         input = (dir / "in.png").string();
         io::write_image(input, test::random_image({23, 17, 3, Layout::aos}, 3));
     }

@@ -12,16 +12,14 @@
 #include <unistd.h>
 
 #include "tests/common/run_command.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab::test {
 
 class CompareTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        dir_ = std::filesystem::temp_directory_path() / fmt::format("klab_compare_{}_{}", ::getpid(), test);
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
+        dir_ = test::fresh_test_dir("compare");
     }
     void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -115,12 +115,7 @@ inline void put_be32(Bytes& bytes, std::size_t at, std::uint32_t value) {
 class IoTempDir : public ::testing::Test {
 protected:
     void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = fmt::format("klab-io-{}-{}-{}", ::getpid(), info->test_suite_name(), info->name());
-        std::replace(name.begin(), name.end(), '/', '_');  // parameterised test names hold '/'
-        dir_ = fs::temp_directory_path() / name;
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        dir_ = test::fresh_test_dir("io");
     }
     void TearDown() override {
         std::error_code ignored;

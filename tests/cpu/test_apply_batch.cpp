@@ -29,8 +29,7 @@ namespace fs = std::filesystem;
 class ApplyBatch : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() / fmt::format("klab_apply_batch_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
-        fs::remove_all(dir);
+        dir = test::fresh_test_dir("apply_batch");
         fs::create_directories(dir / "in");
         for (int i = 1; i <= 6; ++i) {
             io::write_image(dir / "in" / fmt::format("f{}.png", i), synth::generate(synth::Pattern::checkerboard, 16, 8, 3));

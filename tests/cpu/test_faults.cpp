@@ -39,6 +39,7 @@
 #include "harness/io/image_io.hpp"
 #include "harness/synth.hpp"
 #include "tests/common/child_process.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -66,9 +67,7 @@ ImageU8 noise(int width, int height, std::uint64_t seed) {
 class Faults : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() /
-              fmt::format("klab_faults_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
-        fs::remove_all(dir);
+        dir = test::fresh_test_dir("faults");
         fs::create_directories(dir / "in");
     }
     void TearDown() override {

@@ -22,6 +22,7 @@
 #include "harness/mask.hpp"
 #include "harness/synth.hpp"
 #include "tests/common/run_command.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -36,9 +37,7 @@ std::string text_of(const fs::path& file) {
 class MalformedInputs : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() /
-              fmt::format("klab_malformed_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
-        fs::remove_all(dir);
+        dir = test::fresh_test_dir("malformed");
         fs::create_directories(dir / "out");
         image = dir / "in.png";
         io::write_image(image, synth::generate(synth::Pattern::noise, 8, 8, 3));

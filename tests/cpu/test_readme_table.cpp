@@ -13,6 +13,7 @@
 
 #include "tests/common/run_command.hpp"
 #include "tests/common/synthetic_bench_json.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -54,10 +55,7 @@ TEST(ReadmeTable, ReadmeHoldsTheCommittedRunsTable) {
 class ReadmeTableOf : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() /
-              ("klab_readme_table_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        dir = test::fresh_test_dir("readme_table");
         bench = dir / "bench.json";
         std::ofstream(bench) << test::bench_json(test::gpu_rows(true), test::gpu_context()).dump(2);
     }

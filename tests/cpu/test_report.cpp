@@ -14,6 +14,7 @@
 
 #include "tests/common/run_command.hpp"
 #include "tests/common/synthetic_bench_json.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -30,10 +31,7 @@ using test::with;
 class Report : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir = fs::temp_directory_path() /
-              ("klab_report_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        dir = test::fresh_test_dir("report");
         bench = dir / "bench.json";
     }
     void TearDown() override { fs::remove_all(dir); }

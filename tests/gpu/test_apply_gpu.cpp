@@ -25,6 +25,7 @@
 #include "harness/synth.hpp"
 #include "harness/variant.hpp"
 #include "tests/common/run_command.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
@@ -53,9 +54,7 @@ protected:
     void SetUp() override {
         test::GpuTest::SetUp();
         if (IsSkipped()) return;
-        dir = fs::temp_directory_path() /
-              fmt::format("klab_apply_gpu_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
-        fs::remove_all(dir);
+        dir = test::fresh_test_dir("apply_gpu");
         fs::create_directories(dir / "no-results");
         input = dir / "in.png";
         io::write_image(input, synth::generate(synth::Pattern::natural, kWidth, kHeight, 3, 5));

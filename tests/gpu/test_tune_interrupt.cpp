@@ -18,6 +18,7 @@
 
 #include "autotune/tuning_cache.hpp"
 #include "tests/common/child_process.hpp"
+#include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
 
 namespace klab {
@@ -33,10 +34,7 @@ protected:
     void SetUp() override {
         test::GpuTest::SetUp();
         if (IsSkipped()) return;
-        dir = fs::temp_directory_path() /
-              fmt::format("klab_tune_faults_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(), ::getpid());
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        dir = test::fresh_test_dir("tune_faults");
     }
     void TearDown() override {
         if (!dir.empty()) fs::remove_all(dir);
