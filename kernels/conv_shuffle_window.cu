@@ -15,24 +15,28 @@
 // Taps are in registers, rows flipped for strips that walk up. Per element: 9 FMAs; 5 for a cross
 // (the four corner taps zero: sharpen, Laplacian, every 1x3 and 3x1 mask); 3 + 3 for other rank-1
 // masks (klab::separable_variant_factors: a row pass on the register row, then the column pass into
-// the accumulators; coefficient_error() says what the factors cost). Outputs: cvt.rni.sat.u8.f32
-// (the store rule in one instruction), one 16-byte streaming store per row (evict-first in L2, so
-// that the input rows a neighbouring strip reads stay there).
+// the accumulators), 2 + 3 where the row factor is symmetric (r, s, r: Gaussians, boxes), whose
+// row pass is (left + right) + (s / r) x with r moved into the column factors; coefficient_error()
+// says what the factors cost. Outputs: cvt.rni.sat.u8.f32 (the store rule in one instruction), one
+// 16-byte streaming store per row (evict-first in L2, so that the input rows a neighbouring strip
+// reads stay there).
 // Preconditions: masks up to 3x3 (a smaller mask is zero-padded: a zero tap adds +0); every border,
 // 1/3/4 channels, AoS and SoA, any pitch and size. The window needs 16-byte aligned rows of a
 // multiple of 16 bytes and at least two lanes of a warp inside the row; other strips (odd pitches,
 // odd widths) compute each output from its nine samples (elementwise_strip, the same taps,
 // border_index for every sample). Block: 32k x m threads, at most 512 (a warp's lanes lie along a
 // row), `rows` = 3n + 2 (the rotation of three accumulator rows ends where it began).
-// Measured on an NVIDIA H200 (device run of 2026-11-24, klab-bench, L2 flushed, tuned shapes,
-// medians of 3): 8K RGB AoS sharpen 63.1 us (1.33x the copy floor of 47.7 us; NPP's
-// nppiFilterBorder32f 174.7 us: 2.8x faster; conv.register_window_async 189 us), gaussian 3x3
-// 67.2 us (1.42x; conv.separable_fused 105 us, NPP 140 us), HD gaussian 3x3 10.1 us (NPP 13.9 us),
-// HD sharpen 9.7 us (NPP 18.8 us), 480p gaussian 3x3 5.5 us (1.38x). Nsight Compute, 8K sharpen:
-// 40.4 M warp instructions, issue slots 64% busy, 122 registers, occupancy 22%, DRAM 63% of peak;
-// gaussian 3x3: 44.6 M, 66%, 127 registers. Both are bound by issue and load latency together: the
-// three rows in flight are all 128 registers leave room for (an L2 prefetch four rows further on
-// gained 2-4%), and the byte conversions and the rounding are 28% of the instructions.
+// Measured on an NVIDIA H200 (device runs of 2026-11-24, klab-bench, L2 flushed, tuned shapes,
+// medians of 3): 8K RGB AoS sharpen 63.0 us (1.33x the copy floor of 47.8 us; NPP's
+// nppiFilterBorder32f 174.9 us: 2.8x faster; conv.register_window_async 189 us), gaussian 3x3
+// 64.0 us (1.35x; 67.2 us before the symmetric row pass; conv.separable_fused 105 us, NPP 141 us),
+// box 3x3 64.1 us (NPP 302 us), HD gaussian 3x3 9.9 us (NPP 14.0 us), HD sharpen 9.8 us (NPP
+// 19.0 us), 480p gaussian 3x3 5.5 us (1.38x). Nsight Compute, 8K sharpen: 40.4 M warp
+// instructions, issue slots 64% busy, 122 registers, occupancy 22%, DRAM 63% of peak; gaussian
+// 3x3: 41.1 M (44.6 M before), 64%, 128 registers, DRAM 62%. Both are bound by issue and load
+// latency together: the three rows in flight are all 128 registers leave room for (an L2 prefetch
+// four rows further on gained 2-4%), and the byte conversions and the rounding are 28% of the
+// instructions.
 // Deliberately not done: no cp.async or TMA staging (the rows go straight to registers), no
 // packed-integer arithmetic for integer masks.
 #include <algorithm>
@@ -41,6 +45,7 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -70,8 +75,10 @@ struct Taps3x3 {
 };
 
 // How a step multiplies: all nine taps; a cross (the four corner taps zero, as in sharpen and the
-// Laplacian: five FMAs per element); or a rank-1 mask's row and column factors (six).
-enum class Arithmetic { full, cross, separable };
+// Laplacian: five FMAs per element); a rank-1 mask's row and column factors (six); or, where the
+// row factor is symmetric (r, s, r: Gaussians, boxes), the row pass as (left + right) + (s / r) x
+// with r moved into the column factors (five).
+enum class Arithmetic { full, cross, separable, symmetric };
 
 // The taps in walk order: row 0 is the one an output row meets first (mask row 0 walking down,
 // row 2 walking up).
@@ -96,6 +103,12 @@ struct WalkTaps<Arithmetic::separable> {
             column[i] = down ? taps.column[i] : taps.column[2 - i];
         }
     }
+};
+
+// The same factors; row[0] and row[2] are 1.
+template <>
+struct WalkTaps<Arithmetic::symmetric> : WalkTaps<Arithmetic::separable> {
+    using WalkTaps<Arithmetic::separable>::WalkTaps;
 };
 
 // One plane of the input as the window reads it.
@@ -234,8 +247,9 @@ __device__ __forceinline__ void accumulate(float (&acc)[kSteps][kElements], cons
     float(&fresh)[kElements] = acc[(Phase + 2) % kSteps];
 #pragma unroll
     for (int k = 0; k < kElements; ++k) {
-        if constexpr (A == Arithmetic::separable) {
-            const float h = fmaf(t.row[2], x[k + 2 * S], fmaf(t.row[1], x[k + S], t.row[0] * x[k]));
+        if constexpr (A == Arithmetic::separable || A == Arithmetic::symmetric) {
+            const float h = A == Arithmetic::symmetric ? fmaf(t.row[1], x[k + S], x[k] + x[k + 2 * S])
+                                                       : fmaf(t.row[2], x[k + 2 * S], fmaf(t.row[1], x[k + S], t.row[0] * x[k]));
             if (Done) done[k] = fmaf(t.column[2], h, done[k]);
             if (Mid) mid[k] = fmaf(t.column[1], h, mid[k]);
             if (Fresh) fresh[k] = t.column[0] * h;
@@ -416,14 +430,24 @@ MaskPlan plan_mask(const Mask& mask) {
     std::copy(m.begin(), m.end(), plan.taps.m);
     if (m[0] == 0.0f && m[2] == 0.0f && m[6] == 0.0f && m[8] == 0.0f) {
         plan.arithmetic = Arithmetic::cross;
-    } else if (const std::optional<SeparableFactors> factors = separable_variant_factors(mask)) {
-        plan.arithmetic = Arithmetic::separable;
-        const int dx = 1 - mask.radius_x();
-        const int dy = 1 - mask.radius_y();
-        for (int i = 0; i < mask.width(); ++i) plan.taps.row[i + dx] = factors->row[static_cast<std::size_t>(i)];
-        for (int j = 0; j < mask.height(); ++j) plan.taps.column[j + dy] = factors->column[static_cast<std::size_t>(j)];
-        plan.coefficient_error = separable_coefficient_error(mask, *factors);
+        return plan;
     }
+    std::optional<SeparableFactors> factors = separable_variant_factors(mask);
+    if (!factors) return plan;
+    // Corners are not all zero: the mask is 3x3 and so are its factors.
+    std::vector<float>& row = factors->row;
+    std::vector<float>& column = factors->column;
+    plan.arithmetic = Arithmetic::separable;
+    if (row[0] == row[2] && row[0] != 0.0f) {
+        plan.arithmetic = Arithmetic::symmetric;
+        for (float& c : column) c *= row[0];
+        row = {1.0f, row[1] / row[0], 1.0f};
+    }
+    std::copy(row.begin(), row.end(), plan.taps.row);
+    std::copy(column.begin(), column.end(), plan.taps.column);
+    // The factors as applied (for symmetric rows: 1, s / r, 1 and the columns times r), each an
+    // FMA chain (left + right is the chain 1 * left + 1 * right).
+    plan.coefficient_error = separable_coefficient_error(mask, *factors);
     return plan;
 }
 
@@ -432,6 +456,7 @@ Kernel kernel_for(const Problem& problem) {
     switch (plan_mask(*problem.mask).arithmetic) {
         case Arithmetic::cross: return kernel_by_stride<Arithmetic::cross>(stride);
         case Arithmetic::separable: return kernel_by_stride<Arithmetic::separable>(stride);
+        case Arithmetic::symmetric: return kernel_by_stride<Arithmetic::symmetric>(stride);
         case Arithmetic::full: break;
     }
     return kernel_by_stride<Arithmetic::full>(stride);
@@ -443,7 +468,7 @@ public:
     Operation op() const override { return Operation::convolve; }
     std::string technique() const override {
         return "masks up to 3x3: 16 bytes x a strip of rows per thread, the window in registers, halo by warp shuffle, "
-               "no shared memory; zero corner taps skipped, rank-1 masks as 3 + 3 taps";
+               "no shared memory; zero corner taps skipped, rank-1 masks as row and column passes";
     }
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;

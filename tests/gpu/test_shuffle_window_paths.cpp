@@ -39,8 +39,20 @@ std::vector<int> widths_for(const Format& f) {
     return {8, 132, 520, 100};
 }
 
+// An outer product of a symmetric row (0.3, 0.7, 0.3) and a column (0.2, 0.5, -0.1), each product
+// rounded to fp32: the variant's symmetric row pass applies 1, 7/3, 1 and the column times 0.3.
+Mask symmetric_rank1() {
+    const float row[3] = {0.3f, 0.7f, 0.3f}, column[3] = {0.2f, 0.5f, -0.1f};
+    std::vector<float> m;
+    for (float c : column)
+        for (float r : row) m.push_back(c * r);
+    return Mask(3, 3, m, "symmetric_rank1");
+}
+
+// Every arithmetic the variant picks: all nine taps (random, emboss), a cross (sharpen, and the
+// 3x1 and 1x3 masks), rank-1 (gaussian, box and symmetric_rank1 with symmetric rows).
 std::vector<Mask> masks_3x3() {
-    return {masks::sharpen(), masks::gaussian(3), masks::random(3, 7), masks::emboss(),
+    return {masks::sharpen(), masks::gaussian(3), masks::random(3, 7), masks::emboss(), masks::box(3), symmetric_rank1(),
             Mask(3, 1, {0.25f, 0.5f, 0.25f}, "row3"), Mask(1, 3, {-1.0f, 2.5f, -0.5f}, "column3")};
 }
 
@@ -57,7 +69,7 @@ TEST_F(ShuffleWindowPaths, MatchTheReference) {
             for (int height : heights) {
                 for (const Border& border : borders) {
                     ++n;
-                    const Mask& mask = masks[static_cast<std::size_t>(n + n / 6) % masks.size()];  // every border
+                    const Mask& mask = masks[static_cast<std::size_t>(n + n / 6) % masks.size()];  // meets every border
                     const LaunchShape& shape = shapes[static_cast<std::size_t>(n / 7) % std::size(shapes)];
                     const PitchKind pitch = n % 11 == 0 ? PitchKind::odd : (n % 2 == 0 ? PitchKind::tight : PitchKind::allocator);
                     const Problem problem = convolve_problem(ImageShape{width, height, f.channels, f.layout}, mask, border);
