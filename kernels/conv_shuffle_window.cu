@@ -40,7 +40,6 @@
 // Deliberately not done: no cp.async or TMA staging (the rows go straight to registers), no
 // packed-integer arithmetic for integer masks.
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -406,18 +405,9 @@ Kernel kernel_by_stride(int stride) {
 
 constexpr int kStripRows[] = {2, 5, 8, 14, 20, 32};  // 3n + 2
 
-// The taps of `mask` zero-padded to 3x3, row-major.
-std::array<float, 9> padded_taps(const Mask& mask) {
-    std::array<float, 9> m{};
-    const int dx = 1 - mask.radius_x();
-    const int dy = 1 - mask.radius_y();
-    for (int j = 0; j < mask.height(); ++j)
-        for (int i = 0; i < mask.width(); ++i) m[static_cast<std::size_t>(3 * (j + dy) + i + dx)] = mask.at(i, j);
-    return m;
-}
-
 // The cheapest arithmetic that applies `mask`: a cross where the corners are zero (also every 1x3
-// and 3x1 mask, exactly), the factors of a rank-1 mask, else all nine taps.
+// and 3x1 mask, exactly), the factors of a rank-1 mask (1, s / r, 1 for a symmetric row r, s, r),
+// else all nine taps.
 struct MaskPlan {
     Arithmetic arithmetic;
     Taps3x3 taps;
@@ -426,8 +416,9 @@ struct MaskPlan {
 
 MaskPlan plan_mask(const Mask& mask) {
     MaskPlan plan{Arithmetic::full, {}, 0.0};
-    const std::array<float, 9> m = padded_taps(mask);
-    std::copy(m.begin(), m.end(), plan.taps.m);
+    const rows::Taps2D<1> padded = rows::taps_2d<1>(mask);  // zero-padded to 3x3 around the centre
+    const float* m = padded.m;
+    std::copy(m, m + 9, plan.taps.m);
     if (m[0] == 0.0f && m[2] == 0.0f && m[6] == 0.0f && m[8] == 0.0f) {
         plan.arithmetic = Arithmetic::cross;
         return plan;
@@ -451,9 +442,9 @@ MaskPlan plan_mask(const Mask& mask) {
     return plan;
 }
 
-Kernel kernel_for(const Problem& problem) {
-    const int stride = problem.shape.layout == Layout::aos ? problem.shape.channels : 1;
-    switch (plan_mask(*problem.mask).arithmetic) {
+Kernel kernel_for(const Problem& problem, Arithmetic arithmetic) {
+    const int stride = rows::element_stride(problem.shape);
+    switch (arithmetic) {
         case Arithmetic::cross: return kernel_by_stride<Arithmetic::cross>(stride);
         case Arithmetic::separable: return kernel_by_stride<Arithmetic::separable>(stride);
         case Arithmetic::symmetric: return kernel_by_stride<Arithmetic::symmetric>(stride);
@@ -523,13 +514,14 @@ public:
         const dim3 grid(grid_side(s.row_elements(), shape.block_x * kElements),
                         grid_side(s.height, shape.block_y * shape.parameter("rows")),
                         s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels));
-        return {make_launch(kernel_for(problem), "conv_shuffle_window_kernel", grid, block_of(shape))};
+        return {make_launch(kernel_for(problem, plan_mask(*problem.mask).arithmetic), "conv_shuffle_window_kernel", grid,
+                            block_of(shape))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
-        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
-                       plan.buffers.output.view<std::uint8_t>(), plan_mask(*plan.problem.mask).taps, plan.problem.border,
-                       plan.shape.parameter("rows"));
+        const MaskPlan mask = plan_mask(*plan.problem.mask);
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem, mask.arithmetic), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), mask.taps, plan.problem.border, plan.shape.parameter("rows"));
     }
 };
 
