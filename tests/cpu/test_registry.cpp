@@ -93,7 +93,8 @@ TEST(Registry, RefusesDuplicateAndEmptyNamesAndKeepsNamesSorted) {
 const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
                                                  {"conv.register_window_async", 9},
                                                  {"conv.separable_sliding", 9},
-                                                 {"conv.shuffle_window", 3}};
+                                                 {"conv.shuffle_window", 3},
+                                                 {"conv.shuffle_ring", 9}};
 
 TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {

@@ -1,13 +1,18 @@
-// conv.shuffle_window's paths, which the conformance table meets in its window only at 640x480 and
-// 1920x1080: warps with 2 to 32 lanes inside a row (the last lane inside the row, or lane 31,
-// reads its right halo from memory, lane 0 its left one), a warp with one lane inside the row
-// (the element-wise path), rows of no multiple of 16 bytes and odd pitches (the element-wise path
-// too), strips at the image's top and bottom and inside it, walking down and up, with every row
-// count it tunes over. Every border, 1/3/4 channels, AoS and SoA, general and rank-1 masks; each
-// result is verified against the CPU reference with the numeric contract's rule.
+// The register-window variants' paths, which the conformance table meets in their windows only at
+// 640x480 and 1920x1080. conv.shuffle_window (16 bytes a lane, masks up to 3x3): warps with 2 to
+// 32 lanes inside a row (the last lane inside the row, or lane 31, reads its right halo from
+// memory, lane 0 its left one), a warp with one lane inside the row (the element-wise path), rows
+// of no multiple of 16 bytes and odd pitches (the element-wise path too). conv.shuffle_ring (8
+// bytes a lane, masks up to 9x9, the halo from up to two lanes each side): rows of one lane to a
+// warp and more, units that cross the row's end, the lanes at a warp's ends handing the next
+// warp's bytes round, odd pitches (element-wise). Both: strips at the image's top and bottom and
+// inside it, with every row count they tune over; every border, 1/3/4 channels, AoS and SoA,
+// general and rank-1 masks. Each result is verified against the CPU reference with the numeric
+// contract's rule, and nothing may be written into a row's padding.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -28,12 +33,13 @@ namespace {
 
 using namespace op_conformance;
 
-class ShuffleWindowPaths : public test::GpuTest {};
+class WindowPaths : public test::GpuTest {};
 
-// Rows (in bytes; a lane holds 16) of gray and SoA planes: 32 (two lanes), 48, 512 (one whole warp),
-// 528 (a second warp with one lane: element-wise), 560 (a second warp with three) and 100 (no
-// multiple of 16: element-wise); RGB: 96, 528, 576 and 300; RGBA: 32, 528, 2080 and 400.
-std::vector<int> widths_for(const Format& f) {
+// conv.shuffle_window: rows (in bytes; a lane holds 16) of gray and SoA planes: 32 (two lanes), 48,
+// 512 (one whole warp), 528 (a second warp with one lane: element-wise), 560 (a second warp with
+// three) and 100 (no multiple of 16: element-wise); RGB: 96, 528, 576 and 300; RGBA: 32, 528, 2080
+// and 400.
+std::vector<int> window_widths(const Format& f) {
     if (f.layout == Layout::soa || f.channels == 1) return {32, 48, 512, 528, 560, 100};
     if (f.channels == 3) return {32, 176, 192, 100};
     return {8, 132, 520, 100};
@@ -56,13 +62,36 @@ std::vector<Mask> masks_3x3() {
             Mask(3, 1, {0.25f, 0.5f, 0.25f}, "row3"), Mask(1, 3, {-1.0f, 2.5f, -0.5f}, "column3")};
 }
 
-TEST_F(ShuffleWindowPaths, MatchTheReference) {
-    const Variant* variant = Registry::instance().find("conv.shuffle_window");
+// conv.shuffle_ring: rows (in bytes; a lane holds 8) of gray and SoA planes: 8 (one lane), 24,
+// 256 (one whole warp), 264 (a second warp with one lane), 300 (a unit across the row's end) and
+// 1; RGB (widths in pixels): 1, 3, 88 (264 bytes), 100; RGBA: 2, 64 (a whole warp), 66, 75.
+std::vector<int> ring_widths(const Format& f) {
+    if (f.layout == Layout::soa || f.channels == 1) return {8, 24, 256, 264, 300, 1};
+    if (f.channels == 3) return {1, 3, 88, 100};
+    return {2, 64, 66, 75};
+}
+
+// A 5x7 mask (5 wide) of the first 35 taps of a random 7x7 one.
+Mask random_5x7() {
+    std::vector<float> taps = masks::random(7, 5).coefficients();
+    taps.resize(35);
+    return Mask(5, 7, taps, "random5x7");
+}
+
+// Every arithmetic conv.shuffle_ring picks: all 81 taps (random 9x9, sharpen, a 5x7 random mask
+// zero-padded), rank-1 (gaussian 9x9 and 5x5, box 7x7, a 1x9 and a 9x1 row).
+std::vector<Mask> masks_9x9() {
+    return {masks::random(9, 11), masks::gaussian(9), masks::sharpen(), masks::box(7), masks::gaussian(5),
+            random_5x7(), Mask(9, 1, {0.1f, 0.1f, 0.1f, 0.1f, 0.2f, 0.1f, 0.1f, 0.1f, 0.1f}, "row9"),
+            Mask(1, 9, {-0.5f, 0.25f, 0.0f, 0.5f, 1.0f, 0.5f, 0.0f, 0.25f, -1.0f}, "column9")};
+}
+
+// Runs `variant` on every format x width x height x border, cycling through the masks and shapes.
+void check_paths(const std::string& name, const std::function<std::vector<int>(const Format&)>& widths_for,
+                 const std::vector<Mask>& masks, const std::vector<LaunchShape>& shapes, const std::vector<int>& heights) {
+    const Variant* variant = Registry::instance().find(name);
     ASSERT_NE(variant, nullptr);
-    const std::vector<Mask> masks = masks_3x3();
     const std::vector<Border> borders = all_borders();
-    const LaunchShape shapes[] = {{32, 1, {{"rows", 2}}}, {64, 2, {{"rows", 5}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 14}}}};
-    const int heights[] = {1, 2, 7, 12, 31};
     int n = 0, failed = 0;
     for (const Format& f : kFormats) {
         for (int width : widths_for(f)) {
@@ -70,7 +99,7 @@ TEST_F(ShuffleWindowPaths, MatchTheReference) {
                 for (const Border& border : borders) {
                     ++n;
                     const Mask& mask = masks[static_cast<std::size_t>(n + n / 6) % masks.size()];  // meets every border
-                    const LaunchShape& shape = shapes[static_cast<std::size_t>(n / 7) % std::size(shapes)];
+                    const LaunchShape& shape = shapes[static_cast<std::size_t>(n / 7) % shapes.size()];
                     const PitchKind pitch = n % 11 == 0 ? PitchKind::odd : (n % 2 == 0 ? PitchKind::tight : PitchKind::allocator);
                     const Problem problem = convolve_problem(ImageShape{width, height, f.channels, f.layout}, mask, border);
                     SCOPED_TRACE(fmt::format("{} with {} pitch {}", to_string(problem), to_string(shape), to_string(pitch)));
@@ -101,6 +130,17 @@ TEST_F(ShuffleWindowPaths, MatchTheReference) {
         }
     }
     EXPECT_GT(n, 500);
+}
+
+TEST_F(WindowPaths, ShuffleWindowMatchesTheReference) {
+    check_paths("conv.shuffle_window", window_widths, masks_3x3(),
+                {{32, 1, {{"rows", 2}}}, {64, 2, {{"rows", 5}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 14}}}}, {1, 2, 7, 12, 31});
+}
+
+TEST_F(WindowPaths, ShuffleRingMatchesTheReference) {
+    check_paths("conv.shuffle_ring", ring_widths, masks_9x9(),
+                {{32, 1, {{"rows", 8}}}, {64, 2, {{"rows", 16}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 32}}}, {32, 2, {{"rows", 16}}}},
+                {1, 3, 9, 17, 40});
 }
 
 }  // namespace
