@@ -30,8 +30,10 @@
 // pitch); other images compute each output from its samples (elementwise_strip, the same taps,
 // border_index for every sample). Block: 32k x m threads, at most 512 (a warp's lanes lie along a
 // row).
-// Measured on an NVIDIA H200 (device run of 2026-11-24, klab-bench, L2 flushed, medians of 3,
-// shape tuned on the Gaussian 9x9: 32x4 rows=32): 8K RGB AoS random 9x9 509 us (2.05x its
+// Measured on an NVIDIA H200 (development run of 2026-11-24, klab-bench, L2 flushed, medians of 3,
+// shape tuned on the Gaussian 9x9 when `rows` went from 8 to 192 in 7 steps: 32x4 rows=32; the
+// committed full run, with the finer list below, is in results/nvidia-h200/report.md): 8K RGB AoS
+// random 9x9 509 us (2.05x its
 // roofline; conv.register_window_async 519 us), gaussian 9x9 244 us (4.4x; conv.separable_fused
 // 181 us). Nsight Compute, 8K random 9x9: 432 M warp instructions (139 per output element: 81 FMAs,
 // 26 more per row of the window, and the 8 rows per 32-row strip that feed no output), issue slots
