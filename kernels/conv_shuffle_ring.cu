@@ -33,14 +33,14 @@
 // Measured on an NVIDIA H200 (development run of 2026-11-24, klab-bench, L2 flushed, medians of 3,
 // shape tuned on the Gaussian 9x9 when `rows` went from 8 to 192 in 7 steps: 32x4 rows=32; the
 // committed full run, with the finer list below, is in results/nvidia-h200/report.md): 8K RGB AoS
-// random 9x9 509 us (2.05x its
-// roofline; conv.register_window_async 519 us), gaussian 9x9 244 us (4.4x; conv.separable_fused
-// 181 us). Nsight Compute, 8K random 9x9: 432 M warp instructions (139 per output element: 81 FMAs,
-// 26 more per row of the window, and the 8 rows per 32-row strip that feed no output), issue slots
-// 81% busy, 128 registers, occupancy 23%, DRAM 7% of peak. Per element in the loop: 81 FFMA, 5
-// uniform loads of tap pairs, 9 for the byte conversions, ~18 for loads, shuffles, rounding and
-// the walk. The rank-1 path spends 45 instructions per element on 18 FMAs: the window's 32 bytes
-// are converted for 8 outputs, so a row pass from registers costs more than it saves.
+// random 9x9 509 us (2.05x its roofline; conv.register_window_async 519 us), gaussian 9x9 244 us
+// (4.4x; conv.separable_fused 181 us). Nsight Compute, 8K random 9x9: 432 M warp instructions (139
+// per output element: the loop spends 113 per element of an input row, and a 32-row strip reads 40
+// rows), issue slots 81% busy, 128 registers, occupancy 23%, DRAM 7% of peak. Of the loop's 113 per
+// element: 81 FFMA, 5 uniform loads of tap pairs, 9 for the byte conversions, ~18 for loads,
+// shuffles, rounding and the walk. The rank-1 path spends 45 instructions per element on 18 FMAs:
+// the window's 32 bytes are converted for 8 outputs, so a row pass from registers costs more than
+// it saves.
 // Deliberately not done: no skipping of zero taps, no trimming of the FMAs into accumulators of
 // rows outside the strip, no alternating walk directions.
 #include <algorithm>
