@@ -58,12 +58,13 @@
 #include "harness/row_stream.hpp"
 #include "harness/sampling.hpp"
 #include "harness/variant.hpp"
+#include "harness/warp_strips.hpp"
 
 namespace klab {
 namespace {
 
 constexpr int R = 4;                // the ring's radius: masks up to 9x9
-constexpr int K = 2 * R + 1;        // accumulator rows, and rows per unrolled step
+constexpr int K = 2 * R + 1;        // mask rows: the output rows an input row touches
 constexpr int kUnit = 8;            // consecutive bytes of a row per thread: one 8-byte load
 constexpr int kWarp = 32;
 constexpr int kMaxBlockThreads = 512;
@@ -309,8 +310,8 @@ __device__ __noinline__ void elementwise_strip(ImageView<const std::uint8_t> in,
     }
 }
 
-// One block of up to 512 threads per SM at least: up to 128 registers, so that nine accumulator
-// rows, the row being converted and three rows in flight never spill.
+// One block of up to 512 threads per SM at least: up to 128 registers, for the eight ring rows, the
+// row being converted and the rows in flight (a few bytes of spill, outside the FMA chains).
 template <int S, Arithmetic A>
 __global__ void __launch_bounds__(kMaxBlockThreads, 1)
     conv_shuffle_ring_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, const __grid_constant__ RingTaps taps, Border border,
@@ -384,13 +385,13 @@ public:
     std::string name() const override { return "conv.shuffle_ring"; }
     Operation op() const override { return Operation::convolve; }
     std::string technique() const override {
-        return "masks up to 9x9: 8 bytes x a strip of rows per thread, nine accumulator rows rotated by renaming, halo from "
-               "up to two lanes each side by warp shuffle, no shared memory; rank-1 masks as row and column passes";
+        return "masks up to 9x9: 8 bytes x a strip of rows per thread, eight accumulator rows shifted by the FMA chains, halo "
+               "from up to two lanes each side by warp shuffle, no shared memory; rank-1 masks as row and column passes";
     }
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;
         if (mask.width() > K || mask.height() > K) {
-            return Support::no(fmt::format("masks up to 9x9: {} is {}x{} (nine rows of 8 accumulators per thread)", mask.name(),
+            return Support::no(fmt::format("masks up to 9x9: {} is {}x{} (eight rows of 8 accumulators per thread)", mask.name(),
                                            mask.width(), mask.height()));
         }
         return Support::yes();
@@ -407,22 +408,13 @@ public:
     // 64x2 threads, and the tallest strips that still give every SM of a 132-SM GPU 16 warps.
     LaunchShape default_shape(const Problem& problem) const override {
         LaunchShape shape = tuning_space().default_shape;
-        const ImageShape& s = problem.shape;
-        const long long threads_per_row =
-            static_cast<long long>(grid_side(s.row_elements(), kUnit)) * (s.layout == Layout::aos ? 1 : s.channels);
-        int rows = kStripRows[0];
-        for (int candidate : kStripRows) {
-            if (threads_per_row * grid_side(s.height, candidate) >= 132LL * 16 * kWarp) rows = candidate;
-        }
+        const int rows = warp_strips::filling_strip_rows(problem.shape, kUnit,
+                                                         std::vector<int>(std::begin(kStripRows), std::end(kStripRows)));
         shape.parameters = {{"rows", rows}};
         return shape;
     }
     Support check_shape(const Problem&, const LaunchShape& shape) const override {
-        if (shape.block_x % kWarp != 0 || shape.block_x * shape.block_y > kMaxBlockThreads) {
-            return Support::no(fmt::format("block {}x{}: the block is 32k x m threads, at most {} (a warp's lanes lie along "
-                                           "a row and trade their edge bytes by shuffle)",
-                                           shape.block_x, shape.block_y, kMaxBlockThreads));
-        }
+        if (Support block = warp_strips::check_block(shape, kMaxBlockThreads); !block) return block;
         if (shape.parameter("rows") < 1) return Support::no(fmt::format("rows={}: at least one output row per thread", shape.parameter("rows")));
         return Support::yes();
     }

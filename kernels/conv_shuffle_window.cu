@@ -54,6 +54,7 @@
 #include "harness/row_stream.hpp"
 #include "harness/sampling.hpp"
 #include "harness/variant.hpp"
+#include "harness/warp_strips.hpp"
 
 namespace klab {
 namespace {
@@ -483,22 +484,13 @@ public:
     // 16 warps: 8K takes 20 rows, HD 5, 480p 2.
     LaunchShape default_shape(const Problem& problem) const override {
         LaunchShape shape = tuning_space().default_shape;
-        const ImageShape& s = problem.shape;
-        const long long threads_per_row = static_cast<long long>(grid_side(s.row_elements(), kElements)) *
-                                          (s.layout == Layout::aos ? 1 : s.channels);
-        int rows = kStripRows[0];
-        for (int candidate : kStripRows) {
-            if (candidate <= 20 && threads_per_row * grid_side(s.height, candidate) >= 132LL * 16 * kWarp) rows = candidate;
-        }
+        const int rows = warp_strips::filling_strip_rows(problem.shape, kElements,
+                                                         std::vector<int>(std::begin(kStripRows), std::end(kStripRows)), 20);
         shape.parameters = {{"rows", rows}};
         return shape;
     }
     Support check_shape(const Problem&, const LaunchShape& shape) const override {
-        if (shape.block_x % kWarp != 0 || shape.block_x * shape.block_y > kMaxBlockThreads) {
-            return Support::no(fmt::format("block {}x{}: the block is 32k x m threads, at most {} (a warp's lanes lie along "
-                                           "a row and trade their edge bytes by shuffle)",
-                                           shape.block_x, shape.block_y, kMaxBlockThreads));
-        }
+        if (Support block = warp_strips::check_block(shape, kMaxBlockThreads); !block) return block;
         const int rows = shape.parameter("rows");
         if (rows < 2 || rows % 3 != 2) {
             return Support::no(fmt::format("rows={}: output rows per thread are 3n + 2 (2, 5, 8, 11, ...), so that the "
