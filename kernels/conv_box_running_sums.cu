@@ -20,14 +20,8 @@
 // left, in whole lanes): segments overlap by those lanes. The cost per output byte does not depend
 // on the box's width and only through the kh - 1 rows each warp reads before its first output row
 // on its height (kh - 1 of rows + kh - 1 rows).
-// Exactness: S is an exact integer (< 31 * 31 * 255 < 2^18). The reference sums m * p in double,
-// which is exact (m = M * 2^-t with M < 2^24, every partial sum M * k * 2^-t with k < 2^18), and
-// rounds m * S half to even, then saturates. For the normalized box n is odd, so S / n lies at
-// least 1 / (2n) >= 1/1922 from every half-integer (2S - (2k+1) n is odd), while |m*S - S/n| <=
-// 2^-24 * S/n <= 1.6e-5: both round to the same integer, which is at most 255. For any other m,
-// m = M * 2^-t (M < 2^24, or 0 for m <= 0, or 256 for m >= 256, where every S > 0 saturates), and
-// round-half-even(M * S / 2^t) is computed exactly in 64-bit integers. Results are identical to the
-// reference, not merely within the fp32 tie bound (the conformance suites hold it to verify_exact).
+// Exactness: S is an exact integer and its rounding is the reference's, exactly (kernels/box_sums.hpp
+// says why).
 // Borders: a row outside the image is mapped once per row (a constant border's row is the value in
 // every byte); a lane whose bytes reach outside the row, or whose row is not aligned for its vector
 // load, reads byte by byte through border_index.
@@ -52,7 +46,6 @@
 // dependent chain per warp.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -62,9 +55,16 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
 #include "harness/variant.hpp"
+#include "kernels/box_sums.hpp"
 
 namespace klab {
 namespace {
+
+using box_sums::bordered_word;
+using box_sums::is_box;
+using box_sums::round_sum;
+using box_sums::rounding_of;
+using box_sums::Rounding;
 
 constexpr int kWarp = 32;
 // Output rows per warp, the tuned parameter `rows`: short walks give more warps to hide the column
@@ -90,16 +90,6 @@ int output_lanes(int stride, int rx) {
     return kWarp - halo_lanes((rx + 1) * stride, lane_bytes(stride)) - halo_lanes(rx * stride, lane_bytes(stride));
 }
 
-// How the sum becomes a pixel (see the preamble): normalized, floor((S + half) * inverse / 2^32);
-// otherwise round-half-even(S * multiplier / 2^shift), saturated.
-struct Rounding {
-    bool normalized;
-    std::uint32_t half;        // (n - 1) / 2
-    std::uint32_t inverse;     // ceil(2^32 / n), n > 1 (a 1x1 box of 1.0 takes the other form: S itself)
-    std::uint32_t multiplier;  // M: m = M / 2^shift, 0 for m <= 0
-    int shift;                 // 0 ... 42
-};
-
 // The shared-memory row of running sums: each lane's P words, then 4 padding words (so that a
 // quarter warp's 16-byte accesses, P + 4 words apart, fall in distinct banks); the segment's row
 // starts after kGuardLanes lane regions, so that the halo lanes' reads below and above their
@@ -121,22 +111,6 @@ template <int E>
 struct LaneBytes {
     std::uint32_t w[kLaneBytes<E> / 4];
 };
-
-// Bytes e ... e + 3 of stored row `sy` (plane `plane`), whose pixels are E bytes each, with the
-// border rule for every byte outside the row. Not inlined: only lanes at a row's ends, or rows not
-// aligned for the vector loads, take it.
-template <int E>
-__device__ __noinline__ std::uint32_t bordered_word(ImageView<const std::uint8_t> in, int plane, int sy, int e, Border border) {
-    const std::uint8_t* row = in.row(sy, plane);
-    std::uint32_t word = 0;
-    for (int b = 0; b < 4; ++b, ++e) {
-        const int x = e >= 0 ? e / E : -((-e + E - 1) / E);  // floor(e / E)
-        const int sx = border_index(x, in.shape.width, border.mode);
-        const std::uint32_t value = sx < 0 ? border.value : row[sx * E + (e - x * E)];
-        word |= value << (8 * b);
-    }
-    return word;
-}
 
 // How a lane reads its bytes of a row, the same for every row: 16- or 8-byte loads where they lie
 // inside the row and the rows are aligned for them (the data pointer and the pitch), else byte by
@@ -235,25 +209,6 @@ __device__ __forceinline__ void channel_offsets(const std::uint32_t (&run)[kLane
             }
             before[c] = t - own;
         }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rounding
-
-// The output byte of a box sum S (see the preamble). The normalized form is one multiply-high.
-template <bool Normalized>
-__host__ __device__ __forceinline__ std::uint32_t round_sum(std::uint32_t sum, const Rounding& r) {
-    if constexpr (Normalized) {
-        return static_cast<std::uint32_t>(static_cast<unsigned long long>(sum + r.half) * r.inverse >> 32);
-    } else {
-        const unsigned long long q = static_cast<unsigned long long>(r.multiplier) * sum;  // < 2^42
-        if (r.shift == 0) return static_cast<std::uint32_t>(q < 255 ? q : 255);
-        const unsigned long long floor = q >> r.shift;
-        const unsigned long long rest = q & ((1ull << r.shift) - 1);
-        const unsigned long long half = 1ull << (r.shift - 1);
-        const unsigned long long rounded = floor + (rest > half || (rest == half && (floor & 1) != 0) ? 1 : 0);
-        return static_cast<std::uint32_t>(rounded < 255 ? rounded : 255);
     }
 }
 
@@ -409,42 +364,6 @@ int segments_of(const Problem& problem) {
     return static_cast<int>(grid_side(problem.shape.width * stride, per_segment));
 }
 unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
-
-// Whether every coefficient equals the first (a box of any size and value).
-bool is_box(const Mask& mask) {
-    for (float c : mask.coefficients()) {
-        if (c != mask.coefficients().front()) return false;
-    }
-    return true;
-}
-
-Rounding rounding_of(const Mask& mask) {
-    const int n = mask.width() * mask.height();
-    const float m = mask.coefficients().front();
-    Rounding r{};
-    if (n > 1 && m == static_cast<float>(1.0 / n)) {  // the normalized box (masks::box, a mask file "1 ... / divisor: n")
-        r.normalized = true;
-        r.half = static_cast<std::uint32_t>((n - 1) / 2);
-        r.inverse = static_cast<std::uint32_t>(((1ull << 32) + n - 1) / static_cast<unsigned long long>(n));  // < 2^32 for n > 1
-        return r;
-    }
-    r.normalized = false;
-    if (!(m > 0.0f)) return r;  // m <= 0: every m * S <= 0 rounds to 0 (multiplier 0)
-    if (m >= 256.0f) {          // every S >= 1 saturates
-        r.multiplier = 256;
-        return r;
-    }
-    int exponent = 0;
-    const double fraction = std::frexp(static_cast<double>(m), &exponent);  // m = fraction * 2^exponent, fraction in [0.5, 1)
-    const auto mantissa = static_cast<std::uint32_t>(std::ldexp(fraction, 24));  // exact: m is a float
-    int shift = 24 - exponent;                                                 // m = mantissa / 2^shift
-    std::uint32_t multiplier = mantissa;
-    while (shift > 0 && multiplier % 2 == 0) multiplier /= 2, --shift;  // the smallest exact form
-    if (shift > 42) return r;  // M * S < 2^42: below 1/2, every S rounds to 0
-    r.multiplier = multiplier;
-    r.shift = shift;
-    return r;
-}
 
 class ConvBoxRunningSums final : public Variant {
 public:

@@ -24,7 +24,7 @@ TEST(OpsVariants, AreRegisteredForTheirOps) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::sobel);
     }
     for (const char* name : {"integral.scan", "integral.lookback"}) EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums"}) {
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
     }
 }
@@ -46,7 +46,7 @@ TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
 }
 
 TEST(OpsVariants, BoxVariantsTakeFlatMasksOnlyAndSayWhy) {
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums"}) {
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
         SCOPED_TRACE(name);
         const Variant& variant = Registry::instance().get(name);
         const ImageShape image{64, 48, 3, Layout::aos};
@@ -198,7 +198,7 @@ TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
 
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
     for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback",
-                             "conv.box_integral", "conv.box_running_sums"}) {
+                             "conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
         const Variant& variant = Registry::instance().get(name);
         for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
                                         ImageShape{kMaxImageSide, 8192, 4, Layout::soa},

@@ -258,7 +258,7 @@ void check_integral(const Variant& variant, const OpCase& c, const LaunchShape& 
 }
 
 // The variants that promise the reference's box results exactly.
-inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.box_running_sums"};
+inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"};
 
 inline Mask flat_mask(int w, int h, float value, const std::string& name) {
     return Mask(w, h, std::vector<float>(static_cast<std::size_t>(w * h), value), name);

@@ -1,5 +1,6 @@
-// The exact test of conv.box_integral and conv.box_running_sums: every border, box sizes from 1x1
-// to 31x31 and boxes whose coefficient is not 1/n, compared element for element with the CPU reference.
+// The exact test of the box variants (kExactBoxVariants): every border, box sizes from 1x1 to 31x31
+// and boxes whose coefficient is not 1/n, compared element for element with the CPU reference; and
+// conv.box_sliding_sums with every launch shape of its tuning space on images of several tiles.
 #include <gtest/gtest.h>
 
 #include "tests/gpu/op_conformance.hpp"
@@ -10,8 +11,8 @@ namespace {
 using namespace op_conformance;
 
 // --- the box variants, exactly -----------------------------------------------------------------
-// verify_convolution would accept an off-by-one next to an fp32 rounding tie; conv.box_integral
-// and conv.box_running_sums promise identical results (their preambles prove why), so they are
+// verify_convolution would accept an off-by-one next to an fp32 rounding tie; the box variants
+// promise identical results (kernels/box_sums.hpp proves why), so they are
 // held to verify_exact, on every border, box sizes from 1x1 to 31x31 (larger than the images),
 // non-square boxes, and boxes whose coefficient is not 1/n: saturating, negative, arbitrary, and
 // 0.5 and 1/8, whose products m * S are exact ties at odd S (round half to even decides them).
@@ -63,8 +64,8 @@ std::vector<OpParam> box_params() {
     return params;
 }
 
-// Both are registered (else the suite would shrink without a failure).
-TEST(BoxExactSuite, CoversBothBoxVariants) {
+// All are registered (else the suite would shrink without a failure).
+TEST(BoxExactSuite, CoversEveryBoxVariant) {
     for (const char* name : kExactBoxVariants) EXPECT_NE(Registry::instance().find(name), nullptr) << name;
 }
 
@@ -91,6 +92,50 @@ TEST_P(BoxExact, EqualsTheReference) {
     run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, shape);
     const Verification v = verify_exact(reference::convolve(input, *problem.mask, problem.border, 0), out.download());
     EXPECT_TRUE(v.ok()) << v.summary();
+}
+
+// conv.box_sliding_sums with every shape of its tuning space (warps, group rows, strip rows) on
+// images several tiles wide and several strips tall, so that tiles meet inside rows, strips meet
+// between groups, the inner column pass (strips away from the top and bottom) and the bordered one
+// both run, and segments end past the row. Aligned rows (the 8- and 16-byte paths) and odd pitches
+// (byte by byte); normalized boxes and others; every border.
+TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    const Variant& variant = Registry::instance().get("conv.box_sliding_sums");
+    struct Image {
+        ImageShape shape;
+        PitchKind pitch;
+    };
+    const Image images[] = {{{2011, 101, 3, Layout::aos}, PitchKind::allocator},
+                            {{4100, 70, 1, Layout::aos}, PitchKind::odd},
+                            {{700, 97, 4, Layout::soa}, PitchKind::allocator}};
+    const Mask boxes[] = {masks::box(3), masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5"), flat_mask(1, 9, 1.0f / 9, "box1x9")};
+    const std::vector<Border> borders = all_borders();
+    const TuningSpace space = variant.tuning_space();
+    std::size_t n = 0, shapes_run = 0;
+    for (const Image& image : images)
+        for (const Mask& mask : boxes) {
+            const Border border = borders[n++ % borders.size()];
+            const Problem problem = convolve_problem(image.shape, mask, border);
+            const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
+            const ImageU8 expected = reference::convolve(input, mask, border, 0);
+            DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
+            in.upload(input);
+            const DeviceMask device_mask(mask);
+            for (int warps : space.block_y)
+                for (int group : space.parameters[0].values)
+                    for (int rows : space.parameters[1].values) {
+                        const LaunchShape shape{32, warps, {{"group", group}, {"rows", rows}}};
+                        if (!variant.check_shape(problem, shape)) continue;
+                        SCOPED_TRACE(fmt::format("{} with {}", to_string(problem), to_string(shape)));
+                        DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
+                        run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
+                        const Verification v = verify_exact(expected, out.download());
+                        EXPECT_TRUE(v.ok()) << v.summary();
+                        ++shapes_run;
+                    }
+        }
+    EXPECT_GE(shapes_run, 12u * 10u);  // most of the 24 shapes fit every case
 }
 
 std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {
