@@ -1,6 +1,6 @@
 // What the exact box-filter variants (conv.box_running_sums, conv.box_sliding_sums) share: which
-// masks are boxes and how an exact integer box sum S becomes the reference's output byte; and, for
-// conv.box_running_sums, how a word of a stored row is read byte by byte with the border rule.
+// masks are boxes (and the refusal of other masks) and how an exact integer box sum S becomes the
+// reference's output byte.
 //
 // Exactness (both variants rely on it): S is an exact integer (< 31 * 31 * 255 < 2^18). The
 // reference sums m * p in double, which is exact (m = M * 2^-t with M < 2^24, every partial sum
@@ -21,9 +21,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "harness/border.hpp"
-#include "harness/image.hpp"
+#include <fmt/format.h>
+
 #include "harness/mask.hpp"
+#include "harness/variant.hpp"
 
 namespace klab::box_sums {
 
@@ -61,6 +62,14 @@ inline bool is_box(const Mask& mask) {
     return true;
 }
 
+// Whether a box variant takes the problem's mask, and why not.
+inline Support box_support(const Problem& problem) {
+    if (!is_box(*problem.mask)) {
+        return Support::no(fmt::format("box masks only (all coefficients equal); {} has unequal coefficients", problem.mask->name()));
+    }
+    return Support::yes();
+}
+
 inline Rounding rounding_of(const Mask& mask) {
     const int n = mask.width() * mask.height();
     const float m = mask.coefficients().front();
@@ -87,22 +96,6 @@ inline Rounding rounding_of(const Mask& mask) {
     r.multiplier = multiplier;
     r.shift = shift;
     return r;
-}
-
-// Bytes e ... e + 3 of stored row `sy` (plane `plane`), whose pixels are E bytes each, with the
-// border rule for every byte outside the row. Not inlined: only threads at a row's ends, or rows
-// not aligned for the vector loads, take it.
-template <int E>
-__device__ __noinline__ std::uint32_t bordered_word(ImageView<const std::uint8_t> in, int plane, int sy, int e, Border border) {
-    const std::uint8_t* row = in.row(sy, plane);
-    std::uint32_t word = 0;
-    for (int b = 0; b < 4; ++b, ++e) {
-        const int x = e >= 0 ? e / E : -((-e + E - 1) / E);  // floor(e / E)
-        const int sx = border_index(x, in.shape.width, border.mode);
-        const std::uint32_t value = sx < 0 ? border.value : row[sx * E + (e - x * E)];
-        word |= value << (8 * b);
-    }
-    return word;
 }
 
 }  // namespace klab::box_sums

@@ -54,14 +54,14 @@
 
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
+#include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
 #include "kernels/box_sums.hpp"
 
 namespace klab {
 namespace {
 
-using box_sums::bordered_word;
-using box_sums::is_box;
+using box_sums::box_support;
 using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
@@ -111,6 +111,22 @@ template <int E>
 struct LaneBytes {
     std::uint32_t w[kLaneBytes<E> / 4];
 };
+
+// Bytes e ... e + 3 of stored row `sy` (plane `plane`), whose pixels are E bytes each, with the
+// border rule for every byte outside the row. Not inlined: only threads at a row's ends, or rows
+// not aligned for the vector loads, take it.
+template <int E>
+__device__ __noinline__ std::uint32_t bordered_word(ImageView<const std::uint8_t> in, int plane, int sy, int e, Border border) {
+    const std::uint8_t* row = in.row(sy, plane);
+    std::uint32_t word = 0;
+    for (int b = 0; b < 4; ++b, ++e) {
+        const int x = e >= 0 ? e / E : -((-e + E - 1) / E);  // floor(e / E)
+        const int sx = border_index(x, in.shape.width, border.mode);
+        const std::uint32_t value = sx < 0 ? border.value : row[sx * E + (e - x * E)];
+        word |= value << (8 * b);
+    }
+    return word;
+}
 
 // How a lane reads its bytes of a row, the same for every row: 16- or 8-byte loads where they lie
 // inside the row and the rows are aligned for them (the data pointer and the pitch), else byte by
@@ -348,18 +364,17 @@ std::array<Kernel, sizeof...(RX)> kernels_by_radius(std::integer_sequence<int, R
     return {&conv_box_running_sums_kernel<E, RX>...};
 }
 
-int stride_of(const Problem& problem) { return problem.shape.layout == Layout::aos ? problem.shape.channels : 1; }
 
 Kernel kernel_for(const Problem& problem) {
     static const auto stride1 = kernels_by_radius<1>(std::make_integer_sequence<int, kMaxRadius + 1>{});
     static const auto stride3 = kernels_by_radius<3>(std::make_integer_sequence<int, kMaxRadius + 1>{});
     static const auto stride4 = kernels_by_radius<4>(std::make_integer_sequence<int, kMaxRadius + 1>{});
-    return by_channels(stride_of(problem), stride1, stride3, stride4)[static_cast<std::size_t>(problem.mask->radius_x())];
+    return by_channels(rows::element_stride(problem.shape), stride1, stride3, stride4)[static_cast<std::size_t>(problem.mask->radius_x())];
 }
 
 // Warp segments along a stored row, and the planes (grid z: one for AoS, one per channel for SoA).
 int segments_of(const Problem& problem) {
-    const int stride = stride_of(problem);
+    const int stride = rows::element_stride(problem.shape);
     const int per_segment = output_lanes(stride, problem.mask->radius_x()) * lane_bytes(stride);
     return static_cast<int>(grid_side(problem.shape.width * stride, per_segment));
 }
@@ -372,13 +387,7 @@ public:
     std::string technique() const override {
         return "box filter by exact integer running sums: column sums down, a warp scan across, two reads per output";
     }
-    Support supports(const Problem& problem) const override {
-        if (!is_box(*problem.mask)) {
-            return Support::no(fmt::format("box masks only (all coefficients equal); {} has unequal coefficients",
-                                           problem.mask->name()));
-        }
-        return Support::yes();
-    }
+    Support supports(const Problem& problem) const override { return box_support(problem); }
     TuningSpace tuning_space() const override {
         TuningSpace space;
         space.block_x = {kWarp};
@@ -416,7 +425,7 @@ public:
         const dim3 grid(grid_side(segments_of(problem), shape.block_y), grid_side(problem.shape.height, shape.parameter("rows")),
                         planes_of(problem.shape));
         return {make_launch(kernel_for(problem), "conv_box_running_sums_kernel", grid, block_of(shape),
-                            shared_bytes(stride_of(problem), shape.block_y))};
+                            shared_bytes(rows::element_stride(problem.shape), shape.block_y))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {

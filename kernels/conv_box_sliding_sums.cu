@@ -53,13 +53,14 @@
 
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
+#include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
 #include "kernels/box_sums.hpp"
 
 namespace klab {
 namespace {
 
-using box_sums::is_box;
+using box_sums::box_support;
 using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
@@ -88,7 +89,6 @@ struct Tiling {
     int rx, ry;         // the box's radii
 };
 
-int stride_of(const ImageShape& s) { return s.layout == Layout::aos ? s.channels : 1; }
 unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
 
 // The tiling of `threads` threads, `group_rows` rows at a time, for pixels of `stride` bytes; its
@@ -351,12 +351,12 @@ __global__ void __launch_bounds__(kWarp * 8)
 using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, Rounding, Tiling);
 
 Kernel kernel_for(const Problem& problem) {
-    return by_channels<Kernel>(stride_of(problem.shape), &conv_box_sliding_sums_kernel<1>, &conv_box_sliding_sums_kernel<3>,
+    return by_channels<Kernel>(rows::element_stride(problem.shape), &conv_box_sliding_sums_kernel<1>, &conv_box_sliding_sums_kernel<3>,
                                &conv_box_sliding_sums_kernel<4>);
 }
 
 Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
-    return tiling_of(stride_of(problem.shape), problem.mask->radius_x(), problem.mask->radius_y(), shape.block_x * shape.block_y,
+    return tiling_of(rows::element_stride(problem.shape), problem.mask->radius_x(), problem.mask->radius_y(), shape.block_x * shape.block_y,
                      shape.parameter("group"), shape.parameter("rows"));
 }
 
@@ -372,13 +372,7 @@ public:
     std::string technique() const override {
         return "box filter by exact integer sliding sums: column sums slide down in registers, row sums slide along shared memory";
     }
-    Support supports(const Problem& problem) const override {
-        if (!is_box(*problem.mask)) {
-            return Support::no(fmt::format("box masks only (all coefficients equal); {} has unequal coefficients",
-                                           problem.mask->name()));
-        }
-        return Support::yes();
-    }
+    Support supports(const Problem& problem) const override { return box_support(problem); }
     TuningSpace tuning_space() const override {
         TuningSpace space;
         space.block_x = {kWarp};
@@ -397,7 +391,7 @@ public:
         if (!check_shape(problem, shape)) group = 8;  // a wide box of 4-byte pixels
         shape.parameters = {{"group", group}, {"rows", kStripRows.front()}};
         const Tiling t = tiling_of(problem, shape);
-        const long long tiles = static_cast<long long>(grid_side(problem.shape.width * stride_of(problem.shape), std::max(t.tile_bytes, 1))) *
+        const long long tiles = static_cast<long long>(grid_side(problem.shape.width * rows::element_stride(problem.shape), std::max(t.tile_bytes, 1))) *
                                 planes_of(problem.shape);
         int rows = kStripRows.front();
         for (int candidate : kStripRows) {
@@ -431,7 +425,7 @@ public:
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
         const Tiling t = tiling_of(problem, shape);
-        const dim3 grid(grid_side(problem.shape.width * stride_of(problem.shape), t.tile_bytes), grid_side(problem.shape.height, t.strip_rows),
+        const dim3 grid(grid_side(problem.shape.width * rows::element_stride(problem.shape), t.tile_bytes), grid_side(problem.shape.height, t.strip_rows),
                         planes_of(problem.shape));
         return {make_launch(kernel_for(problem), "conv_box_sliding_sums_kernel", grid, block_of(shape), shared_bytes(t))};
     }
