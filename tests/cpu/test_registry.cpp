@@ -94,6 +94,7 @@ const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
                                                  {"conv.register_window_async", 9},
                                                  {"conv.separable_sliding", 9},
                                                  {"conv.shuffle_window", 3},
+                                                 {"conv.packed_window", 3},
                                                  {"conv.shuffle_ring", 9}};
 
 TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
@@ -109,6 +110,15 @@ TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
                 EXPECT_FALSE(refused) << variant->name() << " takes " << mask.width() << "x" << mask.height();
                 const std::string limit = fmt::format("masks up to {0}x{0}", largest->second);
                 EXPECT_NE(refused.reason().find(limit), std::string::npos) << refused.reason();
+                continue;
+            }
+            // conv.packed_window's 16-bit lanes take taps that are multiples of 1/256 only (box 1 here).
+            if (variant->name() == "conv.packed_window" && mask.width() * mask.height() > 1) {
+                const Support refused = variant->supports(problem);
+                EXPECT_FALSE(refused) << variant->name() << " takes " << mask.width() << "x" << mask.height();
+                const bool says_why = refused.reason().find("masks up to 3x3") != std::string::npos ||
+                                      refused.reason().find("multiples of 1/256") != std::string::npos;
+                EXPECT_TRUE(says_why) << refused.reason();
                 continue;
             }
             ASSERT_TRUE(variant->supports(problem)) << variant->name() << ": " << variant->supports(problem).reason();

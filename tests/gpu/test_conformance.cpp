@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -285,12 +286,24 @@ bool is_box(const Mask& mask) {
 bool up_to_9x9(const Mask& mask) { return mask.width() <= 9 && mask.height() <= 9; }
 bool up_to_3x3(const Mask& mask) { return mask.width() <= 3 && mask.height() <= 3; }
 bool separable_up_to_9x9(const Mask& mask) { return is_separable(mask) && up_to_9x9(mask); }
+// conv.packed_window's 16-bit lanes: up to 3x3, taps k / 256 with k >= 0, summing to at most 1.
+bool packs_into_16_bits(const Mask& mask) {
+    if (!up_to_3x3(mask)) return false;
+    double sum = 0.0;
+    for (float c : mask.coefficients()) {
+        const double k = static_cast<double>(c) * 256.0;
+        if (k < 0.0 || k != std::floor(k)) return false;
+        sum += k;
+    }
+    return sum <= 256.0;
+}
 const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.separable_2pass", &is_separable},        {"conv.separable_fused", &is_separable},
     {"conv.box_integral", &is_box},                 {"conv.register_window", &up_to_9x9},
     {"conv.register_window_async", &up_to_9x9},     {"conv.separable_sliding", &separable_up_to_9x9},
     {"conv.box_running_sums", &is_box},             {"conv.shuffle_window", &up_to_3x3},
-    {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box}};
+    {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box},
+    {"conv.packed_window", &packs_into_16_bits}};
 
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {

@@ -1,14 +1,16 @@
 // The register-window variants' paths, which the conformance table meets in their windows only at
-// 640x480 and 1920x1080. conv.shuffle_window (16 bytes a lane, masks up to 3x3): warps with 2 to
-// 32 lanes inside a row (the last lane inside the row, or lane 31, reads its right halo from
-// memory, lane 0 its left one), a warp with one lane inside the row (the element-wise path), rows
-// of no multiple of 16 bytes and odd pitches (the element-wise path too). conv.shuffle_ring (8
-// bytes a lane, masks up to 9x9, the halo from up to two lanes each side): rows of one lane to a
-// warp and more, units that cross the row's end, the lanes at a warp's ends handing the next
-// warp's bytes round, odd pitches (element-wise). Both: strips at the image's top and bottom and
-// inside it, with every row count they tune over; every border, 1/3/4 channels, AoS and SoA,
-// general and rank-1 masks. Each result is verified against the CPU reference with the numeric
-// contract's rule, and nothing may be written into a row's padding.
+// 640x480 and 1920x1080. conv.shuffle_window (16 bytes a lane, masks up to 3x3) and
+// conv.packed_window (its walk in 16-bit integer lanes, exactly): warps with 2 to 32 lanes inside
+// a row (the last lane inside the row, or lane 31, reads its right halo from memory, lane 0 its
+// left one), a warp with one lane inside the row (the element-wise path), rows of no multiple of 16
+// bytes and odd pitches (the element-wise path too); for conv.packed_window also white and striped
+// images, whose sums reach its lanes' limit. conv.shuffle_ring (8 bytes a lane, masks up to 9x9,
+// the halo from up to two lanes each side): rows of one lane to a warp and more, units that cross
+// the row's end, the lanes at a warp's ends handing the next warp's bytes round, odd pitches
+// (element-wise). All: strips at the image's top and bottom and inside it, short and tall; every
+// border, 1/3/4 channels, AoS and SoA, every arithmetic each variant picks. Each result is verified
+// against the CPU reference with the numeric contract's rule (conv.packed_window: byte for byte),
+// and nothing may be written into a row's padding.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -86,9 +88,24 @@ std::vector<Mask> masks_9x9() {
             Mask(1, 9, {-0.5f, 0.25f, 0.0f, 0.5f, 1.0f, 0.5f, 0.0f, 0.25f, -1.0f}, "column9")};
 }
 
+// conv.packed_window (conv.shuffle_window's walk in 16-bit integer lanes): every arithmetic it
+// picks, rank-1 with a (1, s, 1) row (gaussian, a 1x3 row), rank-1 with other rows (a 3x1 column,
+// rows (3, 2, 3)), all nine taps, a mask summing to less than 1 and the identity; all exact.
+std::vector<Mask> masks_packed() {
+    return {masks::gaussian(3),
+            Mask(3, 1, {0.25f, 0.5f, 0.25f}, "row121"),
+            Mask(1, 3, {0.125f, 0.75f, 0.125f}, "column161"),
+            Mask(3, 3, {3 / 256.f, 2 / 256.f, 3 / 256.f, 0, 0, 0, 6 / 256.f, 4 / 256.f, 6 / 256.f}, "rank1_ends3"),
+            Mask(3, 3, {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 0, 2 / 16.f, 1 / 16.f, 3 / 16.f, 4 / 16.f}, "full"),
+            Mask(3, 3, {1 / 256.f, 17 / 256.f, 5 / 256.f, 30 / 256.f, 99 / 256.f, 1 / 256.f, 0, 2 / 256.f, 3 / 256.f}, "small"),
+            masks::box(1)};
+}
+
 // Runs `variant` on every format x width x height x border, cycling through the masks and shapes.
+// `exact`: the output must equal the reference's, byte for byte (else the numeric contract's rule).
 void check_paths(const std::string& name, const std::function<std::vector<int>(const Format&)>& widths_for,
-                 const std::vector<Mask>& masks, const std::vector<LaunchShape>& shapes, const std::vector<int>& heights) {
+                 const std::vector<Mask>& masks, const std::vector<LaunchShape>& shapes, const std::vector<int>& heights,
+                 bool exact = false) {
     const Variant* variant = Registry::instance().find(name);
     ASSERT_NE(variant, nullptr);
     const std::vector<Border> borders = all_borders();
@@ -112,8 +129,10 @@ void check_paths(const std::string& name, const std::function<std::vector<int>(c
                     KLAB_CUDA_CHECK(cudaMemset(out.view().data, 0xA5, out.capacity_bytes()));
                     const DeviceMask device_mask(mask);
                     run(*variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
-                    const Verification v = verify_convolution(input, mask, border, reference::convolve(input, mask, border, 0),
-                                                              out.download(), variant->coefficient_error(problem));
+                    const ImageU8 expected = reference::convolve(input, mask, border, 0);
+                    const Verification v = exact ? verify_exact(expected, out.download())
+                                                 : verify_convolution(input, mask, border, expected, out.download(),
+                                                                      variant->coefficient_error(problem));
                     EXPECT_TRUE(v.ok()) << v.summary();
                     // Nothing written into the rows' padding.
                     std::vector<std::uint8_t> raw(out.capacity_bytes());
@@ -135,6 +154,40 @@ void check_paths(const std::string& name, const std::function<std::vector<int>(c
 TEST_F(WindowPaths, ShuffleWindowMatchesTheReference) {
     check_paths("conv.shuffle_window", window_widths, masks_3x3(),
                 {{32, 1, {{"rows", 2}}}, {64, 2, {{"rows", 5}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 14}}}}, {1, 2, 7, 12, 31});
+}
+
+TEST_F(WindowPaths, PackedWindowMatchesTheReferenceExactly) {
+    check_paths("conv.packed_window", window_widths, masks_packed(),
+                {{32, 1, {{"rows", 2}}}, {64, 2, {{"rows", 5}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 14}}}, {32, 2, {{"rows", 44}}}},
+                {1, 2, 7, 12, 31, 100}, true);
+}
+
+// The lanes at their limits: a white image (every lane's sum at 255 x 256 + 127) and stripes of 0
+// and 255 (sums at every multiple of 1/16 of 255, ties among them), exactly.
+TEST_F(WindowPaths, PackedWindowIsExactAtTheLaneLimits) {
+    const Variant& variant = Registry::instance().get("conv.packed_window");
+    int n = 0;
+    for (const Format& f : kFormats) {
+        for (const Mask& mask : {masks::gaussian(3), masks_packed()[4], masks::box(1)}) {
+            const Problem problem = convolve_problem(ImageShape{96, 40, f.channels, f.layout}, mask, Border{BorderMode::reflect, 0});
+            for (int pattern = 0; pattern < 2; ++pattern) {
+                ImageU8 input(problem.shape);
+                for (int y = 0; y < problem.shape.height; ++y)
+                    for (int x = 0; x < problem.shape.width; ++x)
+                        for (int c = 0; c < problem.shape.channels; ++c) input.at(x, y, c) = pattern == 0 || (x / 3 + y) % 2 == 0 ? 255 : 0;
+                DeviceImage<std::uint8_t> in(problem.shape);
+                in.upload(input);
+                DeviceImage<std::uint8_t> out(problem.shape);
+                const DeviceMask device_mask(mask);
+                run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()},
+                    LaunchShape{32, 2, {{"rows", 8}}});
+                const Verification v = verify_exact(reference::convolve(input, mask, problem.border, 0), out.download());
+                EXPECT_TRUE(v.ok()) << to_string(problem) << " pattern " << pattern << ": " << v.summary();
+                ++n;
+            }
+        }
+    }
+    EXPECT_EQ(n, 36);
 }
 
 TEST_F(WindowPaths, ShuffleRingMatchesTheReference) {
