@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -32,6 +33,7 @@
 #include "harness/verify.hpp"
 #include "tests/common/test_util.hpp"
 #include "tests/gpu/gpu_test.hpp"
+#include "tests/gpu/op_conformance.hpp"
 
 namespace klab {
 namespace {
@@ -239,6 +241,14 @@ protected:
 
 constexpr std::uint8_t kSentinel = 0xA5;
 
+// Variants whose integer arithmetic promises the reference's bytes (the exact box variants and
+// conv.packed_window's 16-bit lanes): held to verify_exact beside the numeric contract's rule.
+bool promises_exact(const Variant& variant) {
+    const auto named = [&](const char* name) { return variant.name() == name; };
+    return named("conv.packed_window") || std::any_of(std::begin(op_conformance::kExactBoxVariants),
+                                                       std::end(op_conformance::kExactBoxVariants), named);
+}
+
 TEST_P(Conformance, MatchesTheReference) {
     const Variant& variant = *GetParam().variant;
     const ConformanceCase& c = table()[GetParam().index];
@@ -268,8 +278,7 @@ TEST_P(Conformance, MatchesTheReference) {
     const Verification v = verify_convolution(input, *problem.mask, problem.border, reference_of(GetParam().index),
                                               out.download(), variant.coefficient_error(problem));
     EXPECT_TRUE(v.ok()) << v.summary();
-    // conv.packed_window's lanes hold exact integer sums: it promises the reference's bytes.
-    if (variant.name() == "conv.packed_window") {
+    if (promises_exact(variant)) {
         const Verification exact = verify_exact(reference_of(GetParam().index), out.download());
         EXPECT_TRUE(exact.ok()) << "not exact: " << exact.summary();
     }
