@@ -48,11 +48,16 @@
 // from DRAM once.
 // Deliberately not done: no tile kept in shared memory between the passes (pass 2 reads L2), no
 // TMA stores.
+// Where its time goes (globaltimer per block, 8K gray, H200, 2026-11-25): a tile's reads end at
+// 11.8 us on average, its look-backs at 18.4 and 27.5 us, and only then does it start writing; the
+// look-backs' round trips to L2 wait behind the other tiles' output. integral.tile_gather drops
+// them. Pass 1 and pass 2 live in kernels/integral_tiles.hpp, shared with integral.tile_gather.
 // Measured on an NVIDIA H200 (bash scripts/gpu-ops.sh, device run of 2026-11-24; klab-bench, L2
 // flushed, tuned blocks, medians of 3): 8K gray u64 109 us (1.55x the copy floor of its 298 MB;
 // npp.integral 1048 us: 9.6x faster; integral.scan 138 us), 4K gray u32 33.7 us (2.3x), 4096x4096
 // gray u32 39.4 us (npp 521 us: 13x), 8K RGB AoS u64 343 us (1.6x). Nsight Compute, 8K gray: 62 MB
 // read, 239 MB written, 32 M warp instructions, issue slots 32% busy, 64 registers, occupancy 45%.
+// With the shared pass 1 (dp4a row sums, 16-bit column sums; 2026-11-25): 8K gray 108.5 us.
 #include <cstddef>
 #include <cstdint>
 
@@ -61,52 +66,19 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
+#include "kernels/integral_tiles.hpp"
 
 namespace klab {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kMaxWarps = 16;
-constexpr int kRowGroup = 2;  // rows loaded ahead of the one summed or scanned
-constexpr unsigned kFullMask = 0xffffffffu;
+using namespace integral_tiles;
+
 constexpr int kInitBlock = 256;
 
 // Tile status flags.
 constexpr unsigned kNothing = 0;    // not published yet (what the initialisation kernel writes)
 constexpr unsigned kAggregate = 1;  // the tile's own sums
 constexpr unsigned kInclusive = 2;  // its sums plus everything before it along the line
-
-// Pixels per lane: 8 for gray (8 bytes a row), 4 for RGB and RGBA (12 and 16 bytes).
-template <int E>
-constexpr int kPixelsPerLane = E == 1 ? 8 : 4;
-int pixels_per_lane(int elements) { return elements == 1 ? 8 : 4; }
-
-// The problem as the kernel sees it: `planes` images of `elements` interleaved channels (SoA:
-// channels planes of 1; AoS: 1 plane of channels), cut into tiles.
-struct Grid {
-    int width = 0;
-    int height = 0;
-    int planes = 1;
-    int elements = 1;
-    int tile_width = 0;   // pixels
-    int tile_height = 0;  // rows
-    int tiles_x = 0;
-    int tiles_y = 0;
-    __host__ __device__ int tiles() const { return tiles_x * tiles_y * planes; }
-};
-
-Grid grid_of(const ImageShape& shape, int warps) {
-    Grid g;
-    g.width = shape.width;
-    g.height = shape.height;
-    g.planes = shape.layout == Layout::soa ? shape.channels : 1;
-    g.elements = shape.layout == Layout::soa ? 1 : shape.channels;
-    g.tile_width = kWarp * pixels_per_lane(g.elements);
-    g.tile_height = kWarp * warps;
-    g.tiles_x = static_cast<int>(grid_side(shape.width, g.tile_width));
-    g.tiles_y = static_cast<int>(grid_side(shape.height, g.tile_height));
-    return g;
-}
 
 // The plan's scratch, each array at a multiple of 256 bytes:
 //   counter   u32                          tile tickets
@@ -117,8 +89,6 @@ struct ScratchLayout {
     std::size_t flags = 0, row_agg = 0, row_inc = 0, col_agg = 0, col_inc = 0, bytes = 0;
     std::size_t clear_words = 0;  // the counter and the flags, cleared before every launch
 };
-
-std::size_t round_up_256(std::size_t n) { return (n + 255) / 256 * 256; }
 
 ScratchLayout scratch_layout(const Grid& g, std::size_t value_bytes) {
     const auto tiles = static_cast<std::size_t>(g.tiles());
@@ -157,99 +127,6 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 __device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-
-template <class V>
-__device__ __forceinline__ V warp_inclusive_scan(V v, int lane) {
-#pragma unroll
-    for (int offset = 1; offset < kWarp; offset *= 2) {
-        const V other = __shfl_up_sync(kFullMask, v, offset);
-        if (lane >= offset) v += other;
-    }
-    return v;
-}
-
-__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-    return v;
-}
-
-// The bytes of a lane's P pixels (P * E bytes) of one row, little-endian in P * E / 4 words; zero
-// beyond the image. Word loads where the run lies inside the row and is aligned for them.
-template <int E>
-struct LaneRow {
-    static constexpr int kBytes = kPixelsPerLane<E> * E;
-    std::uint32_t w[kBytes / 4];
-    __device__ __forceinline__ std::uint32_t byte(int j) const { return (w[j / 4] >> (8 * (j % 4))) & 0xffu; }
-};
-
-template <int E>
-__device__ __forceinline__ void load_lane_row(const ImageView<const std::uint8_t>& in, int plane, int y, int x0, LaneRow<E>& row) {
-    constexpr int P = kPixelsPerLane<E>;
-    constexpr int kBytes = LaneRow<E>::kBytes;
-#pragma unroll
-    for (int i = 0; i < kBytes / 4; ++i) row.w[i] = 0;
-    if (y >= in.shape.height || x0 >= in.shape.width) return;
-    const std::uint8_t* src = in.row(y, plane) + static_cast<std::size_t>(x0) * E;
-    const auto address = reinterpret_cast<std::uintptr_t>(src);
-    if (x0 + P <= in.shape.width) {
-        if constexpr (kBytes == 16) {
-            if (address % 16 == 0) {
-                const uint4 v = __ldg(reinterpret_cast<const uint4*>(src));
-                row.w[0] = v.x, row.w[1] = v.y, row.w[2] = v.z, row.w[3] = v.w;
-                return;
-            }
-        } else if constexpr (kBytes == 8) {
-            if (address % 8 == 0) {
-                const uint2 v = __ldg(reinterpret_cast<const uint2*>(src));
-                row.w[0] = v.x, row.w[1] = v.y;
-                return;
-            }
-        }
-        if (address % 4 == 0) {
-#pragma unroll
-            for (int i = 0; i < kBytes / 4; ++i) row.w[i] = __ldg(reinterpret_cast<const std::uint32_t*>(src) + i);
-            return;
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < kBytes; ++j) {
-        if (x0 + j / E < in.shape.width) row.w[j / 4] |= static_cast<std::uint32_t>(__ldg(src + j)) << (8 * (j % 4));
-    }
-}
-
-// Calls visit(r, row) for the warp's rows r = 0 ... 31 of the tile (row y0 + r), in order, with the
-// lane's bytes of that row; the next kRowGroup rows' loads are in flight while a group is visited.
-template <int E, class Visit>
-__device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit) {
-    LaneRow<E> group[kRowGroup], next[kRowGroup];
-#pragma unroll
-    for (int k = 0; k < kRowGroup; ++k) load_lane_row<E>(in, plane, y0 + k, x0, group[k]);
-    for (int r0 = 0; r0 < kWarp; r0 += kRowGroup) {
-#pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) {
-            if (r0 + kRowGroup < kWarp) load_lane_row<E>(in, plane, y0 + r0 + kRowGroup + k, x0, next[k]);
-        }
-#pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) visit(r0 + k, group[k]);
-#pragma unroll
-        for (int k = 0; k < kRowGroup; ++k) group[k] = next[k];
-    }
-}
-
-// 16-byte chunks per lane of a staged output row, and the staging area's size in chunks: one pad
-// chunk after every 8, so that the lanes' writes of their own chunks spread over the banks.
-template <int E, class T>
-constexpr int kLaneChunks = kPixelsPerLane<E> * E * static_cast<int>(sizeof(T)) / 16;
-__device__ __forceinline__ int padded(int chunk) { return chunk + chunk / 8; }
-
-template <int E, class T>
-constexpr int kWarpSharedChunks = kWarp * kLaneChunks<E, T> * 9 / 8 + 1;
-
-// Per warp: the tile columns' values in T (vertical aggregate, then carries), later the staging
-// area of its output rows.
-template <int E, class T>
-constexpr std::size_t kWarpSharedBytes = static_cast<std::size_t>(kWarpSharedChunks<E, T>) * 16;
 
 // The decoupled look-back of one tile along a line of `count` predecessors (nearest first,
 // predecessor j's status flag at flags[index(j)]). Warp 0 finds how many predecessors to add: up to
@@ -340,20 +217,9 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     const int tile_columns = g.tile_width * E;
 
     // 1. Pass 1: row sums (lane r keeps row r's) and column sums (per lane element).
-    std::uint32_t row_sum[E] = {};
-    std::uint32_t column_sum[kLaneElements] = {};
-    for_each_row<E>(in, plane, y0, x0, [&](int r, const LaneRow<E>& row) {
-#pragma unroll
-        for (int c = 0; c < E; ++c) {
-            std::uint32_t s = 0;
-#pragma unroll
-            for (int p = 0; p < P; ++p) s += row.byte(p * E + c);
-            s = warp_sum(s);
-            if (lane == r) row_sum[c] = s;
-        }
-#pragma unroll
-        for (int j = 0; j < kLaneElements; ++j) column_sum[j] += row.byte(j);
-    });
+    std::uint32_t row_sum[E];
+    std::uint32_t column_sum[kLaneElements];
+    sum_rows_and_columns<E>(in, plane, y0, x0, lane, row_sum, column_sum);
 
     // 2. Row sums out, then rowleft from the tiles to the left.
     const std::size_t row_base = static_cast<std::size_t>(tile) * tile_rows + static_cast<std::size_t>(row_in_tile) * E;
@@ -439,45 +305,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     for_each_row<E>(in, plane, y0, x0, [&](int r, const LaneRow<E>& row) {
         const int y = y0 + r;
         if (y >= g.height) return;  // the same for the whole warp
-#pragma unroll
-        for (int c = 0; c < E; ++c) {
-            std::uint32_t own[P];
-            std::uint32_t run = 0;
-#pragma unroll
-            for (int p = 0; p < P; ++p) own[p] = (run += row.byte(p * E + c));
-            const std::uint32_t before = warp_inclusive_scan(run, lane) - run + __shfl_sync(kFullMask, rowleft[c], r);
-#pragma unroll
-            for (int p = 0; p < P; ++p) carry[p * E + c] += static_cast<T>(before + own[p]);
-        }
-        T* dst = out.row(y, plane) + static_cast<std::size_t>(tile_x) * g.tile_width * E;
-        if (strip_inside && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
-            // Staged: each lane writes its chunks, then each store instruction takes 32 consecutive chunks.
-            constexpr int kChunks = kLaneChunks<E, T>;
-            constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
-            static_assert(kPerChunk * kChunks == kLaneElements, "a lane's elements fill whole chunks");
-#pragma unroll
-            for (int q = 0; q < kChunks; ++q) {
-                uint4 chunk;
-                if constexpr (sizeof(T) == 4) {
-                    chunk = make_uint4(carry[q * 4], carry[q * 4 + 1], carry[q * 4 + 2], carry[q * 4 + 3]);
-                } else {
-                    chunk = make_uint4(static_cast<unsigned>(carry[q * 2]), static_cast<unsigned>(carry[q * 2] >> 32),
-                                       static_cast<unsigned>(carry[q * 2 + 1]), static_cast<unsigned>(carry[q * 2 + 1] >> 32));
-                }
-                stage[padded(lane * kChunks + q)] = chunk;
-            }
-            __syncwarp();
-#pragma unroll
-            for (int q = 0; q < kChunks; ++q) __stcs(reinterpret_cast<uint4*>(dst) + q * kWarp + lane, stage[padded(q * kWarp + lane)]);
-            __syncwarp();  // the stage is read before the next row overwrites it
-        } else {
-            T* mine = out.row(y, plane) + static_cast<std::size_t>(x0) * E;
-#pragma unroll
-            for (int p = 0; p < P; ++p)
-#pragma unroll
-                for (int c = 0; c < E; ++c)
-                    if (x0 + p < g.width) mine[p * E + c] = carry[p * E + c];
-        }
+        write_output_row<E, T>(row, r, rowleft, carry, out, plane, y, tile_x, g, lane, stage, strip_inside);
     });
 }
 
@@ -491,17 +319,6 @@ template <class T>
 MainKernel<T> main_kernel(int elements) {
     return by_channels<MainKernel<T>>(elements, &integral_lookback_kernel<1, T>, &integral_lookback_kernel<3, T>,
                                       &integral_lookback_kernel<4, T>);
-}
-
-template <class T>
-std::size_t shared_bytes(int elements, int warps) {
-    const std::size_t per_warp =
-        by_channels<std::size_t>(elements, kWarpSharedBytes<1, T>, kWarpSharedBytes<3, T>, kWarpSharedBytes<4, T>);
-    return per_warp * static_cast<std::size_t>(warps);
-}
-
-bool needs_u64(const Problem& problem) {
-    return reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u64;
 }
 
 template <class T>
