@@ -7,7 +7,8 @@
 # (tests/gpu/test_ops_large_images.cpp, OpsLargeImages):
 #   sobel.*            7680x4320 RGB AoS and gray -> gray magnitude, replicate
 #   integral.scan      7680x4320 gray -> u64, 4096x4096 gray -> u32
-#   integral.lookback  7680x4320 gray -> u64, 4096x4096 gray -> u32, 7680x4320 RGB AoS -> u64
+#   integral.lookback, integral.tile_gather  7680x4320 gray -> u64, 4096x4096 gray -> u32,
+#                      7680x4320 RGB AoS -> u64
 #   conv.box_*         7680x4320 RGB AoS, box 9x9 and 31x31, replicate
 # Needs a build of klab-tests-gpu and ncu. Writes $OUT/op-times.csv (one row per kernel launch) and
 # prints it. KERNELS (a regex of kernel function names) and TESTS (a GoogleTest filter) narrow it.
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/op-times}
 BUILD=${BUILD:-build/release}
 KERNELS=${KERNELS:-'^(integral_|sobel_|box_|conv_box_)'}
-TESTS=${TESTS:-'OpsLargeImages.IntegralScanOn8KGrayAndA4096SquareGray:OpsLargeImages.SobelOn8KRgbAndGray:OpsLargeImages.IntegralLookbackOn8KGrayRgbAndA4096SquareGray:OpsLargeImages.BoxVariantsOn8KRgbBox9And31'}
+TESTS=${TESTS:-'OpsLargeImages.IntegralScanOn8KGrayAndA4096SquareGray:OpsLargeImages.SobelOn8KRgbAndGray:OpsLargeImages.IntegralTiledVariantsOn8KGrayRgbAndA4096SquareGray:OpsLargeImages.BoxVariantsOn8KRgbBox9And31'}
 mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
 

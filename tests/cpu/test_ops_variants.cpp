@@ -23,14 +23,17 @@ TEST(OpsVariants, AreRegisteredForTheirOps) {
     for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::sobel);
     }
-    for (const char* name : {"integral.scan", "integral.lookback"}) EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
+    for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
+        EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
+    }
     for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
     }
 }
 
 TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
-    for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback"}) {
+    for (const char* name :
+         {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback", "integral.tile_gather"}) {
         const Variant* variant = &Registry::instance().get(name);
         for (int channels : {1, 3, 4})
             for (Layout layout : {Layout::aos, Layout::soa})
@@ -164,6 +167,36 @@ TEST(OpsVariants, IntegralLookbackTilesLaunchesAndScratch) {
     EXPECT_EQ(planes[1].grid.x, 3u * 2u * 2u);
 }
 
+// integral.tile_gather: the tile sums, then the gather, one block per tile of (32 P) x (32 N) each;
+// the scratch holds the row sums and N column prefixes per tile, each array at a multiple of 256 bytes.
+TEST(OpsVariants, IntegralTileGatherTilesLaunchesAndScratch) {
+    const Variant& variant = Registry::instance().get("integral.tile_gather");
+    const Support refused = variant.check_shape(op_problem(Operation::integral, {10, 10, 1, Layout::aos}), LaunchShape{32, 17, {}});
+    EXPECT_FALSE(refused);
+    EXPECT_NE(refused.reason().find("N from 1 to 16"), std::string::npos) << refused.reason();
+    // 8K gray with 8 warps: tiles of 256 x 256, 30 x 17 of them; u64.
+    const Problem gray = op_problem(Operation::integral, {7680, 4320, 1, Layout::aos});
+    const LaunchShape eight{32, 8, {}};
+    const std::vector<KernelLaunch> k = variant.kernels(gray, eight);
+    ASSERT_EQ(k.size(), 2u);
+    EXPECT_EQ(k[0].kernel_name, "integral_tile_sums_kernel");
+    EXPECT_EQ(k[1].kernel_name, "integral_tile_gather_kernel<u64>");
+    for (const KernelLaunch& launch : k) {
+        EXPECT_EQ(launch.grid.x, 30u * 17u);
+        EXPECT_EQ(launch.block.y, 8u);
+    }
+    EXPECT_EQ(k[0].dynamic_shared_bytes, 8u * 256u * 4u);  // each warp's column prefixes, u32
+    // Row sums 510 x 256 u32 = 522240 (a multiple of 256); column prefixes 510 x 8 x 256 u32.
+    EXPECT_EQ(variant.scratch_bytes(gray, eight), 522240u + 510u * 8u * 256u * 4u);
+    // 300x70 RGB AoS with 2 warps: 3 x 2 tiles of 128 x 64, 384 column values each, u32.
+    const Problem rgb = op_problem(Operation::integral, {300, 70, 3, Layout::aos});
+    const std::vector<KernelLaunch> colour = variant.kernels(rgb, LaunchShape{32, 2, {}});
+    EXPECT_EQ(colour[1].kernel_name, "integral_tile_gather_kernel<u32>");
+    EXPECT_EQ(colour[1].grid.x, 3u * 2u);
+    EXPECT_EQ(colour[0].dynamic_shared_bytes, 2u * 384u * 4u);
+    EXPECT_EQ(variant.scratch_bytes(rgb, LaunchShape{32, 2, {}}), 6u * 64u * 3u * 4u + 6u * 2u * 384u * 4u);
+}
+
 // conv.box_running_sums: a warp's output lanes along a row segment (the halo lanes feed them), 64
 // rows per block, a grid layer per SoA plane.
 TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
@@ -198,7 +231,7 @@ TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
 
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
     for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback",
-                             "conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
+                             "integral.tile_gather", "conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
         const Variant& variant = Registry::instance().get(name);
         for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
                                         ImageShape{kMaxImageSide, 8192, 4, Layout::soa},

@@ -129,7 +129,8 @@ TEST(OpConformanceTables, EveryVariantSupportsEveryCaseOfItsOp) {
     // The variants of the issue are registered under their ops (else the loops below pass vacuously).
     for (auto [name, op] : {std::pair{"sobel.3kernel", Operation::sobel}, std::pair{"sobel.fused", Operation::sobel},
                             std::pair{"sobel.register_window", Operation::sobel}, std::pair{"integral.scan", Operation::integral},
-                            std::pair{"integral.lookback", Operation::integral}}) {
+                            std::pair{"integral.lookback", Operation::integral},
+                            std::pair{"integral.tile_gather", Operation::integral}}) {
         const Variant* variant = Registry::instance().find(name);
         ASSERT_NE(variant, nullptr) << name << " is not registered";
         EXPECT_EQ(variant->op(), op) << name;

@@ -1,5 +1,6 @@
 // Each sobel, integral and box variant once on an 8K image, the integral variants past u32 on 3
-// channels AoS and SoA, integral.lookback's look-back over more than one window of tiles, and
+// channels AoS and SoA, integral.lookback's look-back over more than one window of tiles (and
+// integral.tile_gather's gathers over as many tiles), and
 // conv.box_integral where its u32 summed-area table wraps; verified exactly.
 #include <gtest/gtest.h>
 
@@ -56,39 +57,46 @@ TEST_F(OpsLargeImages, SobelOn8KRgbAndGray) {
     }
 }
 
-// integral.lookback on the study's problems: 8K gray (u64), 4096x4096 gray (u32) and 8K RGB AoS
-// (u64, 796 MB of output).
-TEST_F(OpsLargeImages, IntegralLookbackOn8KGrayRgbAndA4096SquareGray) {
-    const Variant& variant = Registry::instance().get("integral.lookback");
-    OpCase gray;
-    gray.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[0]);
-    gray.seed = 8;
-    check_integral<std::uint64_t>(variant, gray, variant.default_shape(gray.problem));
-    OpCase square;
-    square.problem = op_problem(Operation::integral, 4096, 4096, kFormats[0]);
-    square.seed = 4;
-    check_integral<std::uint32_t>(variant, square, variant.default_shape(square.problem));
-    OpCase rgb;
-    rgb.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[1]);
-    rgb.seed = 3;
-    check_integral<std::uint64_t>(variant, rgb, variant.default_shape(rgb.problem));
+// The tiled integral variants on the study's problems: 8K gray (u64), 4096x4096 gray (u32) and 8K
+// RGB AoS (u64, 796 MB of output).
+TEST_F(OpsLargeImages, IntegralTiledVariantsOn8KGrayRgbAndA4096SquareGray) {
+    for (const char* name : {"integral.lookback", "integral.tile_gather"}) {
+        SCOPED_TRACE(name);
+        const Variant& variant = Registry::instance().get(name);
+        OpCase gray;
+        gray.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[0]);
+        gray.seed = 8;
+        check_integral<std::uint64_t>(variant, gray, variant.default_shape(gray.problem));
+        OpCase square;
+        square.problem = op_problem(Operation::integral, 4096, 4096, kFormats[0]);
+        square.seed = 4;
+        check_integral<std::uint32_t>(variant, square, variant.default_shape(square.problem));
+        OpCase rgb;
+        rgb.problem = op_problem(Operation::integral, k8KWidth, k8KHeight, kFormats[1]);
+        rgb.seed = 3;
+        check_integral<std::uint64_t>(variant, rgb, variant.default_shape(rgb.problem));
+    }
 }
 
 // integral.lookback's look-back reads up to 32 predecessor tiles at a time: tiles of 32 rows
 // (block 32x1) make columns of more than 32 and 64 tiles, so that a look-back needs a second and a
 // third window of predecessors when none of the first window has published its inclusive values.
-// Gray AoS and RGB SoA (three planes of tiles one after another in ticket order), odd pitches.
-TEST_F(OpsLargeImages, IntegralLookbackAcrossMoreThanOneWindowOfTiles) {
-    const Variant& variant = Registry::instance().get("integral.lookback");
-    const LaunchShape one_warp{32, 1, {}};
-    for (const auto& [format, width, height] : {std::tuple{kFormats[0], 1500, 2100}, std::tuple{kFormats[4], 700, 1100}}) {
-        OpCase c;
-        c.problem = op_problem(Operation::integral, width, height, format);
-        c.input_pitch = PitchKind::odd;
-        c.output_pitch = PitchKind::tight;
-        c.seed = static_cast<std::uint32_t>(width);
-        SCOPED_TRACE(fmt::format("{} on {} with block 32x1", variant.name(), to_string(c.problem)));
-        check_integral<std::uint32_t>(variant, c, one_warp);
+// integral.tile_gather on the same tiles: its 32 threads gather up to 65 tiles above and hundreds
+// of totals of the tiles above and to the left, in several batches of loads each.
+// Gray AoS and RGB SoA (three planes of tiles one after another), odd pitches.
+TEST_F(OpsLargeImages, IntegralTiledVariantsAcrossMoreThanOneWindowOfTiles) {
+    for (const char* name : {"integral.lookback", "integral.tile_gather"}) {
+        const Variant& variant = Registry::instance().get(name);
+        const LaunchShape one_warp{32, 1, {}};
+        for (const auto& [format, width, height] : {std::tuple{kFormats[0], 1500, 2100}, std::tuple{kFormats[4], 700, 1100}}) {
+            OpCase c;
+            c.problem = op_problem(Operation::integral, width, height, format);
+            c.input_pitch = PitchKind::odd;
+            c.output_pitch = PitchKind::tight;
+            c.seed = static_cast<std::uint32_t>(width);
+            SCOPED_TRACE(fmt::format("{} on {} with block 32x1", variant.name(), to_string(c.problem)));
+            check_integral<std::uint32_t>(variant, c, one_warp);
+        }
     }
 }
 
@@ -116,7 +124,7 @@ TEST_F(OpsLargeImages, BoxVariantsOn8KRgbBox9And31) {
 // channel past 2^32 while the channels differ, so that mixed-up channels show. Each 4105x4104x3
 // u64 output is 404 MB on the device and on the host; one run at a time, freed before the next.
 TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
-    for (const char* name : {"integral.scan", "integral.lookback"}) {
+    for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
         const Variant& variant = Registry::instance().get(name);
         constexpr int kWidth = 4105;
         constexpr int kHeight = 4104;

@@ -1,0 +1,335 @@
+// integral.tile_gather — inclusive summed-area table per channel in two kernels: every tile's sums,
+// then every tile gathers the sums of the tiles before it, with nothing to wait for.
+//
+// Technique: the tiles of integral.lookback (kernels/integral_tiles.hpp: a block of 32 x N threads
+// owns 32 * P pixels by 32 * N rows, warp w its rows 32w ... 32w + 31; P = 8 gray, 4 colour). For
+// out(x, y) with x in tile column X and y in tile row Y (tile rows start at y0):
+//     out(x, y0 - 1) = corner + above(x),
+//         corner   = the sum of the totals of the tiles (X' < X, Y' < Y),
+//         above(x) = the sum over the tiles (X, Y' < Y) of their column prefix at x,
+//     rowleft(y)   = the sum of the row sums of row y in the tiles (X' < X, Y),
+// where a tile's column prefix at x is the sum of its pixels in columns up to x (its last entry is
+// its total). Two kernels:
+//   1. integral_tile_sums: each block reads its tile once and stores its rows' sums and, per warp
+//      w, the column prefix of the tile's rows above warp w + 1 (the last one is the tile's);
+//   2. integral_tile_gather: each block sums those values of its predecessors (loads only: the
+//      first kernel has finished, so there are no status flags and no waiting), then each warp
+//      starts its column carry at out(x, 32w + y0 - 1) and writes its rows as integral.lookback's
+//      pass 2 does (the image again, from L2; staged 512-byte streaming stores).
+// What it adds over integral.lookback: no look-back. The look-back's round trips to L2 (publish,
+// wait on the predecessors' flags, read their values, publish again: twice per tile) ran while
+// other tiles were already writing their output; the globaltimer of each block on the H200 put
+// the first write of an average tile of 8K gray at 27.5 us, against 11.8 us for the end of its
+// reads. Here a tile starts writing as soon as its gather's loads return. It costs one more
+// launch and a second read of the row and column sums (L2, about 1/30 of a u32 output).
+// Traffic: the image read twice (the second time from L2 where it fits: gray 8K is 33 MB), the
+// output written once, the sums written once and read by the tiles to the right and below.
+// Exactness: every value is an integer sum; row sums, rowleft and the column prefixes fit u32
+// (at most 2^17 * 255, 32 * 2^17 * 255 and 256 * 512 * 255); corner, above and the carries use the
+// output's type, which DESIGN.md's rule picks so that no sum of the image overflows it.
+// Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
+// loads and staged stores only where rows are aligned for them), any size. Block 32 x N, N from 1
+// to 16. Scratch: the sums (scratch_bytes()).
+// Concurrency: each plan owns its scratch, so plans on different streams may run at once; two
+// launches of one plan share it and must not overlap (launch a plan on one stream at a time).
+// Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
+// totals, so it grows with the image's side in tiles (30 x 17 tiles on 8K gray).
+// Measured on an NVIDIA H200 (device runs of 2026-11-25; klab-bench, L2 flushed, tuned blocks,
+// medians of 3): 8K gray u64 101.2 us, 1.44x the copy floor (npp.integral 1045 us: 10.3x faster;
+// integral.lookback 108.5 us in the same run); 4K gray u32 27.1 us (1.71x); 4096x4096 gray u32
+// 36.3 us (npp 520 us: 14.3x); 8K RGB AoS u64 305.7 us (1.46x; integral.lookback 336.3 us).
+// Nsight Compute, 8K gray at 32x8: tile sums 14.2 us (7.9 M warp instructions, issue slots 55%
+// busy, DRAM 51%), gather and output 85.6 us (DRAM 67%). Where the rest goes (globaltimer per
+// block): the gathers end 5.7 us after the kernel starts on average (15 us at most), and the tiles
+// finish between 42 and 85 us: the output's 265 MB alone take 67 us when a kernel only writes them
+// in this tile pattern (3.96 TB/s).
+#include <cstddef>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "harness/kernel_launch.hpp"
+#include "harness/variant.hpp"
+#include "kernels/integral_tiles.hpp"
+
+namespace klab {
+namespace {
+
+using namespace integral_tiles;
+
+constexpr int kSumsRowGroup = 4;  // rows in flight per warp in the tile sums (2: 106.6 us on 8K gray, 4: 103.9)
+constexpr int kGatherBatch = 8;  // predecessors' values loaded at once (independent loads in flight)
+constexpr int kMaxTileColumns = kWarp * 4 * 4;  // column values of the widest tile: 128 RGBA pixels
+
+// The plan's scratch, each array at a multiple of 256 bytes:
+//   row_sums        u32 [tiles][tile_height][E]       each row's sum inside the tile
+//   column_prefixes u32 [tiles][N][tile_width][E]     entry w: the column prefix of the tile's rows
+//                                                     of warps 0 ... w (entry N - 1: the whole tile)
+struct ScratchLayout {
+    std::size_t row_sums = 0, column_prefixes = 0, bytes = 0;
+};
+
+ScratchLayout scratch_layout(const Grid& g, int warps) {
+    const auto tiles = static_cast<std::size_t>(g.tiles());
+    ScratchLayout s;
+    s.row_sums = 0;
+    s.column_prefixes = round_up_256(tiles * g.tile_height * g.elements * sizeof(std::uint32_t));
+    s.bytes = s.column_prefixes + round_up_256(tiles * warps * g.tile_width * g.elements * sizeof(std::uint32_t));
+    return s;
+}
+
+struct Sums {
+    std::uint32_t* row_sums;
+    std::uint32_t* column_prefixes;
+};
+
+// The tile a block owns (blocks in row-major tile order, planes one after another).
+struct Tile {
+    int index, plane, x, y;
+    __device__ explicit Tile(const Grid& g) : index(static_cast<int>(blockIdx.x)) {
+        const int per_plane = g.tiles_x * g.tiles_y;
+        plane = index / per_plane;
+        y = index % per_plane / g.tiles_x;
+        x = index % g.tiles_x;
+    }
+};
+
+template <class T>
+__device__ __forceinline__ T warp_total(T v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+
+__device__ __forceinline__ void shared_add(std::uint32_t* target, std::uint32_t v) { atomicAdd(target, v); }
+__device__ __forceinline__ void shared_add(std::uint64_t* target, std::uint64_t v) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(target), static_cast<unsigned long long>(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 1: the tile's sums
+
+template <int E>
+__global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(ImageView<const std::uint8_t> in, Sums sums, Grid g) {
+    constexpr int P = kPixelsPerLane<E>;
+    constexpr int kLaneElements = P * E;
+    extern __shared__ std::uint32_t warp_prefix[];  // [warps][tile_columns]
+    const int lane = static_cast<int>(threadIdx.x);
+    const int warp = static_cast<int>(threadIdx.y);
+    const int warps = static_cast<int>(blockDim.y);
+    const Tile tile(g);
+    const int tile_rows = g.tile_height * E;
+    const int tile_columns = g.tile_width * E;
+
+    std::uint32_t row_sum[E];
+    std::uint32_t column_sum[kLaneElements];
+    sum_rows_and_columns<E, kSumsRowGroup>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P, lane,
+                            row_sum, column_sum);
+    const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
+#pragma unroll
+    for (int c = 0; c < E; ++c) sums.row_sums[row_base + c] = row_sum[c];
+
+    // The warp's column prefix along x (at most 256 pixels * 32 rows * 255 < 2^22), then the
+    // running sum over the warps, column by column.
+#pragma unroll
+    for (int c = 0; c < E; ++c) {
+        std::uint32_t run = 0;
+#pragma unroll
+        for (int p = 0; p < P; ++p) column_sum[p * E + c] = (run += column_sum[p * E + c]);
+        const std::uint32_t before = warp_inclusive_scan(run, lane) - run;
+#pragma unroll
+        for (int p = 0; p < P; ++p) warp_prefix[warp * tile_columns + (lane * P + p) * E + c] = column_sum[p * E + c] + before;
+    }
+    __syncthreads();
+    std::uint32_t* prefixes = sums.column_prefixes + static_cast<std::size_t>(tile.index) * warps * tile_columns;
+    for (int e = warp * kWarp + lane; e < tile_columns; e += warps * kWarp) {
+        std::uint32_t run = 0;
+        for (int w = 0; w < warps; ++w) prefixes[static_cast<std::size_t>(w) * tile_columns + e] = (run += warp_prefix[w * tile_columns + e]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 2: the gather and the output
+
+// sum over j < count of load(j), kGatherBatch loads in flight at a time.
+template <class V, class Load>
+__device__ __forceinline__ V gather_sum(int count, Load load) {
+    V sum = 0;
+    for (int first = 0; first < count; first += kGatherBatch) {
+        V value[kGatherBatch];
+#pragma unroll
+        for (int k = 0; k < kGatherBatch; ++k) value[k] = first + k < count ? static_cast<V>(load(first + k)) : V{0};
+#pragma unroll
+        for (int k = 0; k < kGatherBatch; ++k) sum += value[k];
+    }
+    return sum;
+}
+
+// Gray tiles fit 64 registers (two blocks of 512 threads per SM); colour ones hold 12 or 16
+// carries per lane, twice that in registers for u64, and may take up to 128.
+template <int E, class T>
+__global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
+    integral_tile_gather_kernel(ImageView<const std::uint8_t> in, ImageView<T> out, Sums sums, Grid g) {
+    constexpr int P = kPixelsPerLane<E>;
+    constexpr int kLaneElements = P * E;
+    extern __shared__ uint4 shared_chunks[];  // the warps' staging areas
+    __shared__ T above[kMaxTileColumns];      // above(x) + corner, per tile column value
+    __shared__ T corner[E];
+    __shared__ std::uint32_t left_of_warp[kMaxWarps][E];  // sum of rowleft over the warp's rows
+
+    const int lane = static_cast<int>(threadIdx.x);
+    const int warp = static_cast<int>(threadIdx.y);
+    const int warps = static_cast<int>(blockDim.y);
+    const int thread = warp * kWarp + lane;
+    const int threads = warps * kWarp;
+    const Tile tile(g);
+    const int tile_rows = g.tile_height * E;
+    const int tile_columns = g.tile_width * E;
+    const std::size_t prefixes_per_tile = static_cast<std::size_t>(warps) * tile_columns;
+    const std::uint32_t* tile_prefixes = sums.column_prefixes + prefixes_per_tile * tile.index;
+    // Entry w of a tile's column prefixes: its rows of warps 0 ... w. The whole tile's is entry N - 1.
+    const std::size_t whole_tile = static_cast<std::size_t>(warps - 1) * tile_columns;
+
+    if (thread < E) corner[thread] = 0;
+
+    // rowleft of the lane's row: the row sums of the tiles to the left, nearest first.
+    std::uint32_t rowleft[E];
+    const int row_in_tile = warp * kWarp + lane;
+#pragma unroll
+    for (int c = 0; c < E; ++c) {
+        rowleft[c] = gather_sum<std::uint32_t>(tile.x, [&](int j) {
+            return __ldcg(sums.row_sums + static_cast<std::size_t>(tile.index - 1 - j) * tile_rows + row_in_tile * E + c);
+        });
+        const std::uint32_t warp_left = warp_sum(rowleft[c]);  // at most 32 * 2^17 * 255 < 2^32
+        if (lane == 0) left_of_warp[warp][c] = warp_left;
+    }
+    __syncthreads();  // corner cleared
+
+    // above(x): the whole-tile column prefixes of the tiles above, nearest first.
+    for (int e = thread; e < tile_columns; e += threads) {
+        above[e] = gather_sum<T>(tile.y, [&](int j) {
+            return __ldcg(tile_prefixes - prefixes_per_tile * g.tiles_x * (1 + j) + whole_tile + e);
+        });
+    }
+    // corner: the totals (last column of the whole-tile prefix) of the tiles left of and above it.
+    {
+        T part[E];
+        const int count = tile.x * tile.y;
+#pragma unroll
+        for (int c = 0; c < E; ++c) {
+            part[c] = gather_sum<T>(count > thread ? (count - thread + threads - 1) / threads : 0, [&](int k) {
+                const int i = thread + k * threads;
+                const int predecessor = tile.index - (1 + i / tile.x) * g.tiles_x - (1 + i % tile.x);
+                return __ldcg(sums.column_prefixes + prefixes_per_tile * predecessor + whole_tile + tile_columns - E + c);
+            });
+            part[c] = warp_total(part[c]);
+            if (lane == 0 && part[c] != 0) shared_add(&corner[c], part[c]);
+        }
+    }
+    __syncthreads();
+
+    // The carry of each lane element starts at out(x, y - 1) for the warp's first row y.
+    T carry[kLaneElements];
+    {
+        T left_above[E];  // rowleft summed over the tile's rows of the warps above this one
+#pragma unroll
+        for (int c = 0; c < E; ++c) {
+            left_above[c] = corner[c];
+            for (int w = 0; w < warp; ++w) left_above[c] += left_of_warp[w][c];
+        }
+#pragma unroll
+        for (int j = 0; j < kLaneElements; ++j) {
+            const int e = lane * kLaneElements + j;
+            const std::uint32_t inside = warp > 0 ? __ldcg(tile_prefixes + static_cast<std::size_t>(warp - 1) * tile_columns + e) : 0u;
+            carry[j] = above[e] + left_above[j % E] + inside;
+        }
+    }
+
+    uint4* stage = shared_chunks + warp * kWarpSharedChunks<E, T>;
+    const bool strip_inside = (tile.x + 1) * g.tile_width <= g.width;
+    const int y0 = tile.y * g.tile_height + warp * kWarp;
+    for_each_row<E>(in, tile.plane, y0, tile.x * g.tile_width + lane * P, [&](int r, const LaneRow<E>& row) {
+        const int y = y0 + r;
+        if (y >= g.height) return;  // the same for the whole warp
+        write_output_row<E, T>(row, r, rowleft, carry, out, tile.plane, y, tile.x, g, lane, stage, strip_inside);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variant
+
+using SumsKernel = void (*)(ImageView<const std::uint8_t>, Sums, Grid);
+template <class T>
+using GatherKernel = void (*)(ImageView<const std::uint8_t>, ImageView<T>, Sums, Grid);
+
+SumsKernel sums_kernel(int elements) {
+    return by_channels<SumsKernel>(elements, &integral_tile_sums_kernel<1>, &integral_tile_sums_kernel<3>, &integral_tile_sums_kernel<4>);
+}
+
+template <class T>
+GatherKernel<T> gather_kernel(int elements) {
+    return by_channels<GatherKernel<T>>(elements, &integral_tile_gather_kernel<1, T>, &integral_tile_gather_kernel<3, T>,
+                                        &integral_tile_gather_kernel<4, T>);
+}
+
+class IntegralTileGather final : public Variant {
+public:
+    std::string name() const override { return "integral.tile_gather"; }
+    Operation op() const override { return Operation::integral; }
+    std::string technique() const override {
+        return "two kernels: every tile's row sums and column prefixes, then each tile gathers its predecessors' (no look-back) and writes";
+    }
+    Support supports(const Problem&) const override { return Support::yes(); }
+    TuningSpace tuning_space() const override {
+        TuningSpace space;
+        space.block_x = {kWarp};
+        space.block_y = {2, 4, 8, 16};
+        space.default_shape = LaunchShape{kWarp, 8, {}};
+        return space;
+    }
+    Support check_shape(const Problem&, const LaunchShape& shape) const override {
+        if (shape.block_x != kWarp || shape.block_y < 1 || shape.block_y > kMaxWarps) {
+            return Support::no(fmt::format("block {}x{}: the block is 32xN, one warp per 32 rows of the tile, N from 1 to {}",
+                                           shape.block_x, shape.block_y, kMaxWarps));
+        }
+        return Support::yes();
+    }
+
+    std::size_t scratch_bytes(const Problem& problem, const LaunchShape& shape) const override {
+        return scratch_layout(grid_of(problem.shape, shape.block_y), shape.block_y).bytes;
+    }
+
+    std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
+        const Grid g = grid_of(problem.shape, shape.block_y);
+        const dim3 tiles(static_cast<unsigned>(g.tiles()));
+        const std::size_t prefix_bytes = static_cast<std::size_t>(shape.block_y) * g.tile_width * g.elements * sizeof(std::uint32_t);
+        KernelLaunch sums = make_launch(sums_kernel(g.elements), "integral_tile_sums_kernel", tiles, block_of(shape), prefix_bytes);
+        if (needs_u64(problem)) {
+            return {sums, make_launch(gather_kernel<std::uint64_t>(g.elements), "integral_tile_gather_kernel<u64>", tiles, block_of(shape),
+                                      shared_bytes<std::uint64_t>(g.elements, shape.block_y))};
+        }
+        return {sums, make_launch(gather_kernel<std::uint32_t>(g.elements), "integral_tile_gather_kernel<u32>", tiles, block_of(shape),
+                                  shared_bytes<std::uint32_t>(g.elements, shape.block_y))};
+    }
+
+    void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
+        const Grid g = grid_of(plan.problem.shape, plan.shape.block_y);
+        const ScratchLayout s = scratch_layout(g, plan.shape.block_y);
+        auto* base = plan.scratch_as<unsigned char>();  // s.bytes, allocated by prepare()
+        const Sums sums{reinterpret_cast<std::uint32_t*>(base + s.row_sums), reinterpret_cast<std::uint32_t*>(base + s.column_prefixes)};
+        const auto in = plan.buffers.input.view<const std::uint8_t>();
+        enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g);
+        if (needs_u64(plan.problem)) {
+            enqueue_kernel(plan.kernels[1], stream, gather_kernel<std::uint64_t>(g.elements), in,
+                           plan.buffers.output.view<std::uint64_t>(), sums, g);
+        } else {
+            enqueue_kernel(plan.kernels[1], stream, gather_kernel<std::uint32_t>(g.elements), in,
+                           plan.buffers.output.view<std::uint32_t>(), sums, g);
+        }
+    }
+};
+
+}  // namespace
+}  // namespace klab
+
+KLAB_REGISTER_VARIANT(klab::IntegralTileGather)
