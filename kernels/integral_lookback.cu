@@ -61,10 +61,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <fmt/format.h>
-
 #include "harness/kernel_launch.hpp"
-#include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
 #include "kernels/integral_tiles.hpp"
 
@@ -337,20 +334,8 @@ public:
         return "one pass: tiles in ticket order, decoupled look-back along rows and down columns, the output written once";
     }
     Support supports(const Problem&) const override { return Support::yes(); }
-    TuningSpace tuning_space() const override {
-        TuningSpace space;
-        space.block_x = {kWarp};
-        space.block_y = {2, 4, 8, 16};
-        space.default_shape = LaunchShape{kWarp, 8, {}};
-        return space;
-    }
-    Support check_shape(const Problem&, const LaunchShape& shape) const override {
-        if (shape.block_x != kWarp || shape.block_y < 1 || shape.block_y > kMaxWarps) {
-            return Support::no(fmt::format("block {}x{}: the block is 32xN, one warp per 32 rows of the tile, N from 1 to {}",
-                                           shape.block_x, shape.block_y, kMaxWarps));
-        }
-        return Support::yes();
-    }
+    TuningSpace tuning_space() const override { return tile_tuning_space(); }
+    Support check_shape(const Problem&, const LaunchShape& shape) const override { return check_tile_shape(shape); }
 
     std::size_t scratch_bytes(const Problem& problem, const LaunchShape& shape) const override {
         return layout(problem, shape).bytes;

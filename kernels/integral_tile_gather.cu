@@ -46,8 +46,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <fmt/format.h>
-
 #include "harness/kernel_launch.hpp"
 #include "harness/variant.hpp"
 #include "kernels/integral_tiles.hpp"
@@ -123,8 +121,8 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(Im
 
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
-    sum_rows_and_columns<E, kSumsRowGroup>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P, lane,
-                            row_sum, column_sum);
+    sum_rows_and_columns<E, kSumsRowGroup>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P,
+                                           lane, row_sum, column_sum);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
 #pragma unroll
     for (int c = 0; c < E; ++c) sums.row_sums[row_base + c] = row_sum[c];
@@ -173,7 +171,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     constexpr int P = kPixelsPerLane<E>;
     constexpr int kLaneElements = P * E;
     extern __shared__ uint4 shared_chunks[];  // the warps' staging areas
-    __shared__ T above[kMaxTileColumns];      // above(x) + corner, per tile column value
+    __shared__ T above[kMaxTileColumns];      // above(x) per element of a tile row (the corner comes in through left_above)
     __shared__ T corner[E];
     __shared__ std::uint32_t left_of_warp[kMaxWarps][E];  // sum of rowleft over the warp's rows
 
@@ -280,20 +278,8 @@ public:
         return "two kernels: every tile's row sums and column prefixes, then each tile gathers its predecessors' (no look-back) and writes";
     }
     Support supports(const Problem&) const override { return Support::yes(); }
-    TuningSpace tuning_space() const override {
-        TuningSpace space;
-        space.block_x = {kWarp};
-        space.block_y = {2, 4, 8, 16};
-        space.default_shape = LaunchShape{kWarp, 8, {}};
-        return space;
-    }
-    Support check_shape(const Problem&, const LaunchShape& shape) const override {
-        if (shape.block_x != kWarp || shape.block_y < 1 || shape.block_y > kMaxWarps) {
-            return Support::no(fmt::format("block {}x{}: the block is 32xN, one warp per 32 rows of the tile, N from 1 to {}",
-                                           shape.block_x, shape.block_y, kMaxWarps));
-        }
-        return Support::yes();
-    }
+    TuningSpace tuning_space() const override { return tile_tuning_space(); }
+    Support check_shape(const Problem&, const LaunchShape& shape) const override { return check_tile_shape(shape); }
 
     std::size_t scratch_bytes(const Problem& problem, const LaunchShape& shape) const override {
         return scratch_layout(grid_of(problem.shape, shape.block_y), shape.block_y).bytes;

@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <fmt/format.h>
+
 #include "harness/kernel_launch.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
@@ -67,6 +69,23 @@ inline bool needs_u64(const Problem& problem) {
 }
 
 inline std::size_t round_up_256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// The blocks both tiled variants take: 32 x N threads, one warp per 32 rows of the tile.
+inline TuningSpace tile_tuning_space() {
+    TuningSpace space;
+    space.block_x = {kWarp};
+    space.block_y = {2, 4, 8, 16};
+    space.default_shape = LaunchShape{kWarp, 8, {}};
+    return space;
+}
+
+inline Support check_tile_shape(const LaunchShape& shape) {
+    if (shape.block_x != kWarp || shape.block_y < 1 || shape.block_y > kMaxWarps) {
+        return Support::no(fmt::format("block {}x{}: the block is 32xN, one warp per 32 rows of the tile, N from 1 to {}",
+                                       shape.block_x, shape.block_y, kMaxWarps));
+    }
+    return Support::yes();
+}
 
 template <class V>
 __device__ __forceinline__ V warp_inclusive_scan(V v, int lane) {
