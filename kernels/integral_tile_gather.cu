@@ -21,7 +21,10 @@
 // other tiles were already writing their output; the globaltimer of each block on the H200 put
 // the first write of an average tile of 8K gray at 27.5 us, against 11.8 us for the end of its
 // reads. Here a tile starts writing as soon as its gather's loads return. It costs one more
-// launch and a second read of the row and column sums (L2, about 1/30 of a u32 output).
+// launch and a second read of the row and column sums (L2, about 1/30 of a u32 output). The second
+// kernel is a programmatic dependent launch: its blocks are placed on the SMs once every block of
+// the first has started, and wait (griddepcontrol.wait) only where they first read the sums, so the
+// launch gap between the kernels is gone (8K gray 102.6 -> 101.4 us, 4K gray 27.6 -> 25.8 us).
 // Traffic: the image read twice (the second time from L2 where it fits: gray 8K is 33 MB), the
 // output written once, the sums written once and read by the tiles to the right and below.
 // Exactness: every value is an integer sum; row sums, rowleft and the column prefixes fit u32
@@ -34,18 +37,24 @@
 // launches of one plan share it and must not overlap (launch a plan on one stream at a time).
 // Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
 // totals, so it grows with the image's side in tiles (30 x 17 tiles on 8K gray).
-// Measured on an NVIDIA H200 (device runs of 2026-11-25; klab-bench, L2 flushed, tuned blocks,
-// medians of 3): 8K gray u64 101.2 us, 1.44x the copy floor (npp.integral 1045 us: 10.3x faster;
-// integral.lookback 108.5 us in the same run); 4K gray u32 27.1 us (1.71x); 4096x4096 gray u32
-// 36.3 us (npp 520 us: 14.3x); 8K RGB AoS u64 305.7 us (1.46x; integral.lookback 336.3 us).
-// Nsight Compute, 8K gray at 32x8: tile sums 14.2 us (7.9 M warp instructions, issue slots 55%
-// busy, DRAM 51%), gather and output 85.6 us (DRAM 67%). Where the rest goes (globaltimer per
-// block): the gathers end 5.7 us after the kernel starts on average (15 us at most), and the tiles
+// Measured on an NVIDIA H200 (device run of 2026-11-25 with the dependent launch and 8 gray rows
+// in flight in the tile sums; klab tune, then klab-bench, L2 flushed, medians of 5): 8K gray u64
+// 100.5 us, 1.43x the copy floor (npp.integral 1012.4 us: 10.1x faster); 4K gray u32 24.6 us
+// (1.72x; npp 240 us); 8K RGB AoS u64 310.1 us (1.47x). Before both (stop 29, medians of 3): 8K
+// gray 101.2 us, 4K gray 27.1 us, 4096x4096 gray u32 36.3 us (npp 520 us), 8K RGB 305.7 us.
+// Nsight Compute, 8K gray at 32x8 (stop 29, before both): tile sums 14.2 us (7.9 M warp
+// instructions, issue slots 55% busy, DRAM 51%), gather and output 85.6 us (DRAM 67%). Where the
+// rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average (15 us at most), and the tiles
 // finish between 42 and 85 us: the output's 265 MB alone take 67 us when a kernel only writes them
 // in this tile pattern (3.96 TB/s).
 #include <cstddef>
 #include <cstdint>
 
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "harness/cuda_check.hpp"
+#include "harness/error.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/variant.hpp"
 #include "kernels/integral_tiles.hpp"
@@ -55,9 +64,17 @@ namespace {
 
 using namespace integral_tiles;
 
-constexpr int kSumsRowGroup = 4;  // rows in flight per warp in the tile sums (2: 106.6 us on 8K gray, 4: 103.9)
+// Rows in flight per warp in the tile sums. Gray (8 bytes a row per lane): 2 rows 106.6 us on 8K,
+// 4 rows 103.9, 8 rows 100.5 (4K gray 25.8 -> 24.6 us); colour rows are 12 or 16 bytes a lane, and
+// 8 of them (315.2 us on 8K RGB against 310.1 for 4) cost more in registers than they gain.
+template <int E>
+constexpr int kSumsRowGroup = E == 1 ? 8 : 4;
 constexpr int kGatherBatch = 8;  // predecessors' values loaded at once (independent loads in flight)
 constexpr int kMaxTileColumns = kWarp * 4 * 4;  // column values of the widest tile: 128 RGBA pixels
+// The gather kernel is launched as a programmatic dependent of the sums kernel: its blocks may
+// start once every block of the sums kernel has started, and wait (griddepcontrol.wait) for the
+// sums kernel's completion and its memory only where they first read the sums.
+constexpr bool kOverlapLaunches = true;
 
 // The plan's scratch, each array at a multiple of 256 bytes:
 //   row_sums        u32 [tiles][tile_height][E]       each row's sum inside the tile
@@ -118,10 +135,13 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(Im
     const Tile tile(g);
     const int tile_rows = g.tile_height * E;
     const int tile_columns = g.tile_width * E;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the gather kernel may start its blocks
+#endif
 
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
-    sum_rows_and_columns<E, kSumsRowGroup>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P,
+    sum_rows_and_columns<E, kSumsRowGroup<E>>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P,
                                            lane, row_sum, column_sum);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
 #pragma unroll
@@ -189,6 +209,9 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     const std::size_t whole_tile = static_cast<std::size_t>(warps - 1) * tile_columns;
 
     if (thread < E) corner[thread] = 0;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // the sums kernel has finished and its sums are visible
+#endif
 
     // rowleft of the lane's row: the row sums of the tiles to the left, nearest first.
     std::uint32_t rowleft[E];
@@ -260,6 +283,29 @@ using SumsKernel = void (*)(ImageView<const std::uint8_t>, Sums, Grid);
 template <class T>
 using GatherKernel = void (*)(ImageView<const std::uint8_t>, ImageView<T>, Sums, Grid);
 
+// enqueue_kernel() with the launch marked as a programmatic dependent of the kernel before it on
+// the stream (kOverlapLaunches): the gather kernel's blocks are placed while the sums kernel runs.
+template <class... Params>
+void enqueue_dependent_kernel(const KernelLaunch& launch, cudaStream_t stream, void (*kernel)(Params...),
+                              typename detail::exactly<Params>::type... args) {
+    if (reinterpret_cast<const void*>(kernel) != launch.kernel) {
+        throw Error(fmt::format("enqueue of a kernel other than the planned {}", launch.kernel_name),
+                    "the kernel that Variant::kernels() put in the plan");
+    }
+    cudaLaunchAttribute overlap{};
+    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap.val.programmaticStreamSerializationAllowed = kOverlapLaunches ? 1 : 0;
+    cudaLaunchConfig_t config{};
+    config.gridDim = launch.grid;
+    config.blockDim = launch.block;
+    config.dynamicSmemBytes = launch.dynamic_shared_bytes;
+    config.stream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    KLAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+    KLAB_CUDA_CHECK_LAUNCH(stream);
+}
+
 SumsKernel sums_kernel(int elements) {
     return by_channels<SumsKernel>(elements, &integral_tile_sums_kernel<1>, &integral_tile_sums_kernel<3>, &integral_tile_sums_kernel<4>);
 }
@@ -306,11 +352,11 @@ public:
         const auto in = plan.buffers.input.view<const std::uint8_t>();
         enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g);
         if (needs_u64(plan.problem)) {
-            enqueue_kernel(plan.kernels[1], stream, gather_kernel<std::uint64_t>(g.elements), in,
-                           plan.buffers.output.view<std::uint64_t>(), sums, g);
+            enqueue_dependent_kernel(plan.kernels[1], stream, gather_kernel<std::uint64_t>(g.elements), in,
+                                     plan.buffers.output.view<std::uint64_t>(), sums, g);
         } else {
-            enqueue_kernel(plan.kernels[1], stream, gather_kernel<std::uint32_t>(g.elements), in,
-                           plan.buffers.output.view<std::uint32_t>(), sums, g);
+            enqueue_dependent_kernel(plan.kernels[1], stream, gather_kernel<std::uint32_t>(g.elements), in,
+                                     plan.buffers.output.view<std::uint32_t>(), sums, g);
         }
     }
 };
