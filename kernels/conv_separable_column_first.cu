@@ -61,22 +61,19 @@
 #include "harness/mask.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/separable_factors.hpp"
 
 namespace klab {
 namespace {
+
+using separable::Factors;
+using separable::factors_of;
 
 constexpr int kMaxRadius = 4;
 constexpr int kChunkWords = 4;  // output words (16 elements) per row-pass item: one 16-byte store
 constexpr std::array<int, 2> kBlockSides = {128, 256};
 constexpr std::array<int, 8> kStripGroups = {2, 3, 4, 5, 6, 8, 12, 16};
 constexpr int kMinBlocksPerSm = 3;  // at 256 threads: up to 85 registers
-
-// The factors as applied: tap t of 2R+1 is offset t - R; a narrower factor sits in the middle.
-template <int R>
-struct Factors {
-    float row[2 * R + 1];
-    float col[2 * R + 1];
-};
 
 template <int R, int S>
 struct Geometry {
@@ -154,7 +151,7 @@ template <int R, int S>
 __device__ __forceinline__ void row_item(const float4* sums, int c, const Factors<R>& f, std::uint8_t* dst, int remaining,
                                          bool aligned) {
     using Geo = Geometry<R, S>;
-    static_assert(Geo::kWindowSlots <= 16, "the two-base addressing covers 16 slots");
+    static_assert(Geo::kWindowSlots <= 12, "the two-base addressing covers 12 slots");
     const float4* a = sums + 4 * c + c / 2;
     const float4* b = a + c % 2;
     float w[4 * Geo::kWindowSlots];
@@ -271,15 +268,6 @@ __global__ void __launch_bounds__(kBlockSides.back(), kMinBlocksPerSm)
     } else {
         column_first_strip<R, S, false>(in, out, f, border, shared, e_tile, y0, y_end);
     }
-}
-
-template <int R>
-Factors<R> factors_of(const Mask& mask) {
-    const SeparableFactors rc = *separable_variant_factors(mask);
-    Factors<R> f{};  // zeros around the mask's own taps
-    for (int i = 0; i < mask.width(); ++i) f.row[R - mask.radius_x() + i] = rc.row[static_cast<std::size_t>(i)];
-    for (int j = 0; j < mask.height(); ++j) f.col[R - mask.radius_y() + j] = rc.column[static_cast<std::size_t>(j)];
-    return f;
 }
 
 int radius_of(const Problem& problem) { return std::max(problem.mask->radius_x(), problem.mask->radius_y()); }

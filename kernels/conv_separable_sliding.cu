@@ -37,18 +37,15 @@
 #include "harness/mask.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/separable_factors.hpp"
 
 namespace klab {
 namespace {
 
-constexpr int kDepth = 8;  // rows of each thread's bytes in flight
+using separable::Factors;
+using separable::factors_of;
 
-// The factors as applied: tap t of 2R+1 is offset t - R; a narrower factor sits in the middle.
-template <int R>
-struct Factors {
-    float row[2 * R + 1];
-    float col[2 * R + 1];
-};
+constexpr int kDepth = 8;  // rows of each thread's bytes in flight
 
 // One thread's rolling column accumulators: for input row r, logical slot s holds output row
 // r - R + s, which takes column tap 2R - s of the row sums; register row (s + phase) % K (the
@@ -95,15 +92,6 @@ __global__ void __launch_bounds__(256)
     extern __shared__ float4 shared[];
     SlidingColumns<R, S> columns{f, rows::strip_output<R, S>(out, strip_rows)};
     rows::stream_strip<R, S, kDepth>(in, border, strip_rows, shared, columns);
-}
-
-template <int R>
-Factors<R> factors_of(const Mask& mask) {
-    const SeparableFactors rc = *separable_variant_factors(mask);
-    Factors<R> f{};  // zeros around the mask's own taps
-    for (int i = 0; i < mask.width(); ++i) f.row[R - mask.radius_x() + i] = rc.row[static_cast<std::size_t>(i)];
-    for (int j = 0; j < mask.height(); ++j) f.col[R - mask.radius_y() + j] = rc.column[static_cast<std::size_t>(j)];
-    return f;
 }
 
 class ConvSeparableSliding final : public rows::StripVariant {
