@@ -42,9 +42,14 @@
 // busy, achieved occupancy 28%, DRAM 22% of peak. Why not at the roofline: the tuner picks strips
 // of 2 groups (18 rows), the fastest despite their cost: each strip first reads and converts 2R
 // rows that it does not output (44% more column-pass work at 18 rows), and the longer strips
-// measured slower (200 us at 8 groups and 256 threads); the ring's 36 floats and the rows in flight
-// hold 80 registers, so at most 24 warps per SM; and the row pass's items (9 rows x 30 chunks for
-// 128 threads) give some threads 3 items and most 2, which the barrier after it waits for.
+// measured slower: 193 us at 8 groups (Nsight: 8% fewer instructions, but issue slots 53% busy and
+// the SMs' active cycles 22% apart, 3.6 waves), 259 us at 16, 376 us at 30 (one wave of 768
+// blocks); the time grows with the strip even when every block takes the bordered path (208 us at
+// 4 groups, 375 us at 30), so the edge blocks are not the cause (a guess, not measured: the
+// resident blocks of long walks spread over the whole image instead of a band of it); the ring's
+// 36 floats and the rows in flight hold 80 registers, so at most 24 warps per SM; and the row
+// pass's items (9 rows x 30 chunks for 128 threads) give some threads 3 items and most 2, which
+// the barrier after it waits for.
 #include <algorithm>
 #include <array>
 #include <cstddef>
