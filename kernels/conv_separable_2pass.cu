@@ -35,18 +35,15 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "harness/border.hpp"
-#include "harness/error.hpp"
 #include "harness/image.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
 #include "harness/numeric.hpp"
 #include "harness/variant.hpp"
+#include "kernels/separable_factors.hpp"
 
 namespace klab {
 namespace {
@@ -160,13 +157,6 @@ std::size_t mid_pitch_of(const ImageShape& shape) {
     return (static_cast<std::size_t>(shape.row_elements()) + 31) / 32 * 32;
 }
 
-Support separable_only(const Mask& mask) {
-    if (separable_variant_factors(mask)) return Support::yes();
-    return Support::no(fmt::format("separable (rank-1) masks only: {} ({}x{}) is no outer product of a row and a "
-                                   "column (klab::separate)",
-                                   mask.name(), mask.width(), mask.height()));
-}
-
 // The plan's scratch: the intermediate, one row of mid_pitch_of() floats per stored row. The
 // scratch starts 256-byte aligned and each row is a multiple of 128 bytes.
 std::size_t intermediate_bytes(const ImageShape& shape) {
@@ -180,12 +170,10 @@ public:
     std::string technique() const override {
         return "separable mask, row kernel then column kernel, fp32 intermediate in device memory";
     }
-    Support supports(const Problem& problem) const override { return separable_only(*problem.mask); }
+    Support supports(const Problem& problem) const override { return separable::rank1_masks_only(*problem.mask); }
     TuningSpace tuning_space() const override { return block_tuning_space(LaunchShape{128, 2, {}}); }
     double coefficient_error(const Problem& problem) const override {
-        const std::optional<SeparableFactors> f = separable_variant_factors(*problem.mask);
-        if (!f) throw Error(fmt::format("{}: coefficient error of a non-separable mask", name()), "a separable mask");
-        return separable_coefficient_error(*problem.mask, *f);
+        return separable::coefficient_error_of(name(), *problem.mask);
     }
     std::size_t scratch_bytes(const Problem& problem, const LaunchShape&) const override {
         return intermediate_bytes(problem.shape);

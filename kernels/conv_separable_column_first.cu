@@ -54,13 +54,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "harness/error.hpp"
 #include "harness/image.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
@@ -302,11 +300,7 @@ public:
     }
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;
-        if (!separable_variant_factors(mask)) {
-            return Support::no(fmt::format("separable (rank-1) masks only: {} ({}x{}) is no outer product of a row and a "
-                                           "column (klab::separate)",
-                                           mask.name(), mask.width(), mask.height()));
-        }
+        if (const Support rank1 = separable::rank1_masks_only(mask); !rank1) return rank1;
         if (radius_of(problem) > kMaxRadius) {
             return Support::no(fmt::format("masks up to 9x9: {} ({}x{}) needs a ring of more than 9 rows per thread "
                                            "(conv.separable_fused takes every size)",
@@ -330,9 +324,7 @@ public:
         return Support::yes();
     }
     double coefficient_error(const Problem& problem) const override {
-        const std::optional<SeparableFactors> f = separable_variant_factors(*problem.mask);
-        if (!f) throw Error(fmt::format("{}: coefficient error of a non-separable mask", name()), "a separable mask");
-        return separable_coefficient_error(*problem.mask, *f);
+        return separable::coefficient_error_of(name(), *problem.mask);
     }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {

@@ -42,19 +42,18 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "harness/border.hpp"
-#include "harness/error.hpp"
 #include "harness/image.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
 #include "harness/numeric.hpp"
 #include "harness/variant.hpp"
+#include "kernels/separable_factors.hpp"
 
 namespace klab {
 namespace {
@@ -255,13 +254,6 @@ Kernel kernel_for(const Problem& problem) {
     return by_channels(stride, stride1, stride3, stride4)[static_cast<std::size_t>(radius)];
 }
 
-Support separable_only(const Mask& mask) {
-    if (separable_variant_factors(mask)) return Support::yes();
-    return Support::no(fmt::format("separable (rank-1) masks only: {} ({}x{}) is no outer product of a row and a "
-                                   "column (klab::separate)",
-                                   mask.name(), mask.width(), mask.height()));
-}
-
 class ConvSeparableFused final : public Variant {
 public:
     std::string name() const override { return "conv.separable_fused"; }
@@ -269,7 +261,7 @@ public:
     std::string technique() const override {
         return "separable mask, row pass into shared fp32 then column pass, one kernel";
     }
-    Support supports(const Problem& problem) const override { return separable_only(*problem.mask); }
+    Support supports(const Problem& problem) const override { return separable::rank1_masks_only(*problem.mask); }
     TuningSpace tuning_space() const override {
         TuningSpace space;
         space.block_x = {kThreads};
@@ -282,9 +274,7 @@ public:
         return Support::no(fmt::format("a block of {}x1 threads (the tile's work split assumes it)", kThreads));
     }
     double coefficient_error(const Problem& problem) const override {
-        const std::optional<SeparableFactors> f = separable_variant_factors(*problem.mask);
-        if (!f) throw Error(fmt::format("{}: coefficient error of a non-separable mask", name()), "a separable mask");
-        return separable_coefficient_error(*problem.mask, *f);
+        return separable::coefficient_error_of(name(), *problem.mask);
     }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {

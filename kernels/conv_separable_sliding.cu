@@ -25,13 +25,9 @@
 // 24% of warp time stalled at the per-row barrier, 122 registers, achieved occupancy 20%: the
 // per-row barrier and the occupancy the accumulators leave cost more than the halo rows saved.
 #include <cstdint>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
-#include <fmt/format.h>
-
-#include "harness/error.hpp"
 #include "harness/image.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
@@ -102,17 +98,11 @@ public:
     }
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;
-        if (!separable_variant_factors(mask)) {
-            return Support::no(fmt::format("separable (rank-1) masks only: {} ({}x{}) is no outer product of a row and a "
-                                           "column (klab::separate)",
-                                           mask.name(), mask.width(), mask.height()));
-        }
+        if (const Support rank1 = separable::rank1_masks_only(mask); !rank1) return rank1;
         return StripVariant::supports(problem);
     }
     double coefficient_error(const Problem& problem) const override {
-        const std::optional<SeparableFactors> f = separable_variant_factors(*problem.mask);
-        if (!f) throw Error(fmt::format("{}: coefficient error of a non-separable mask", name()), "a separable mask");
-        return separable_coefficient_error(*problem.mask, *f);
+        return separable::coefficient_error_of(name(), *problem.mask);
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const DeviceBuffers& b = plan.buffers;
