@@ -22,9 +22,10 @@
 // the first write of an average tile of 8K gray at 27.5 us, against 11.8 us for the end of its
 // reads. Here a tile starts writing as soon as its gather's loads return. It costs one more
 // launch and a second read of the row and column sums (L2, about 1/30 of a u32 output). The second
-// kernel is a programmatic dependent launch: its blocks are placed on the SMs once every block of
-// the first has started, and wait (griddepcontrol.wait) only where they first read the sums, so the
-// launch gap between the kernels is gone (8K gray 102.6 -> 101.4 us, 4K gray 27.6 -> 25.8 us).
+// kernel is a programmatic dependent launch (where its code is compiled for sm_90 or later): its
+// blocks are placed on the SMs once every block of the first has started, and wait
+// (griddepcontrol.wait) only where they first read the sums, so the launch gap between the kernels
+// is gone (8K gray 102.6 -> 101.4 us, 4K gray 27.6 -> 25.8 us).
 // Traffic: the image read twice (the second time from L2 where it fits: gray 8K is 33 MB), the
 // output written once, the sums written once and read by the tiles to the right and below.
 // Exactness: every value is an integer sum; row sums, rowleft and the column prefixes fit u32
@@ -44,9 +45,9 @@
 // gray 101.2 us, 4K gray 27.1 us, 4096x4096 gray u32 36.3 us (npp 520 us), 8K RGB 305.7 us.
 // Nsight Compute, 8K gray at 32x8 (stop 29, before both): tile sums 14.2 us (7.9 M warp
 // instructions, issue slots 55% busy, DRAM 51%), gather and output 85.6 us (DRAM 67%). Where the
-// rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average (15 us at most), and the tiles
-// finish between 42 and 85 us: the output's 265 MB alone take 67 us when a kernel only writes them
-// in this tile pattern (3.96 TB/s).
+// rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average
+// (15 us at most), and the tiles finish between 42 and 85 us: the output's 265 MB alone take 67 us
+// when a kernel only writes them in this tile pattern (3.96 TB/s).
 #include <cstddef>
 #include <cstdint>
 
@@ -71,10 +72,6 @@ template <int E>
 constexpr int kSumsRowGroup = E == 1 ? 8 : 4;
 constexpr int kGatherBatch = 8;  // predecessors' values loaded at once (independent loads in flight)
 constexpr int kMaxTileColumns = kWarp * 4 * 4;  // column values of the widest tile: 128 RGBA pixels
-// The gather kernel is launched as a programmatic dependent of the sums kernel: its blocks may
-// start once every block of the sums kernel has started, and wait (griddepcontrol.wait) for the
-// sums kernel's completion and its memory only where they first read the sums.
-constexpr bool kOverlapLaunches = true;
 
 // The plan's scratch, each array at a multiple of 256 bytes:
 //   row_sums        u32 [tiles][tile_height][E]       each row's sum inside the tile
@@ -142,7 +139,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(Im
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
     sum_rows_and_columns<E, kSumsRowGroup<E>>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P,
-                                           lane, row_sum, column_sum);
+                                              lane, row_sum, column_sum);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
 #pragma unroll
     for (int c = 0; c < E; ++c) sums.row_sums[row_base + c] = row_sum[c];
@@ -283,10 +280,30 @@ using SumsKernel = void (*)(ImageView<const std::uint8_t>, Sums, Grid);
 template <class T>
 using GatherKernel = void (*)(ImageView<const std::uint8_t>, ImageView<T>, Sums, Grid);
 
-// enqueue_kernel() with the launch marked as a programmatic dependent of the kernel before it on
-// the stream (kOverlapLaunches): the gather kernel's blocks are placed while the sums kernel runs.
+// Whether the gather kernel's code for this GPU holds griddepcontrol.wait: compiled for sm_90 or
+// later (not, e.g., PTX for compute_80 JIT-compiled on an H100). Only then may it be launched as a
+// programmatic dependent, or it could read the sums before the sums kernel's writes are visible.
+// Asked of the runtime once per kernel instance.
+template <int E, class T>
+bool gather_waits_for_sums() {
+    static const bool waits = [] {
+        cudaFuncAttributes attributes{};
+        KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, &integral_tile_gather_kernel<E, T>));
+        return attributes.ptxVersion >= 90;
+    }();
+    return waits;
+}
+
+template <class T>
+bool gather_waits_for_sums(int elements) {
+    return by_channels<bool (*)()>(elements, &gather_waits_for_sums<1, T>, &gather_waits_for_sums<3, T>, &gather_waits_for_sums<4, T>)();
+}
+
+// enqueue_kernel() with the launch marked, where `overlap_allowed`, as a programmatic dependent of the
+// kernel before it on the stream: its blocks may start once every block of that kernel has started,
+// and wait (griddepcontrol.wait) for its completion and its memory only where they first read it.
 template <class... Params>
-void enqueue_dependent_kernel(const KernelLaunch& launch, cudaStream_t stream, void (*kernel)(Params...),
+void enqueue_dependent_kernel(const KernelLaunch& launch, cudaStream_t stream, bool overlap_allowed, void (*kernel)(Params...),
                               typename detail::exactly<Params>::type... args) {
     if (reinterpret_cast<const void*>(kernel) != launch.kernel) {
         throw Error(fmt::format("enqueue of a kernel other than the planned {}", launch.kernel_name),
@@ -294,7 +311,7 @@ void enqueue_dependent_kernel(const KernelLaunch& launch, cudaStream_t stream, v
     }
     cudaLaunchAttribute overlap{};
     overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    overlap.val.programmaticStreamSerializationAllowed = kOverlapLaunches ? 1 : 0;
+    overlap.val.programmaticStreamSerializationAllowed = overlap_allowed ? 1 : 0;
     cudaLaunchConfig_t config{};
     config.gridDim = launch.grid;
     config.blockDim = launch.block;
@@ -352,11 +369,11 @@ public:
         const auto in = plan.buffers.input.view<const std::uint8_t>();
         enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g);
         if (needs_u64(plan.problem)) {
-            enqueue_dependent_kernel(plan.kernels[1], stream, gather_kernel<std::uint64_t>(g.elements), in,
-                                     plan.buffers.output.view<std::uint64_t>(), sums, g);
+            enqueue_dependent_kernel(plan.kernels[1], stream, gather_waits_for_sums<std::uint64_t>(g.elements),
+                                     gather_kernel<std::uint64_t>(g.elements), in, plan.buffers.output.view<std::uint64_t>(), sums, g);
         } else {
-            enqueue_dependent_kernel(plan.kernels[1], stream, gather_kernel<std::uint32_t>(g.elements), in,
-                                     plan.buffers.output.view<std::uint32_t>(), sums, g);
+            enqueue_dependent_kernel(plan.kernels[1], stream, gather_waits_for_sums<std::uint32_t>(g.elements),
+                                     gather_kernel<std::uint32_t>(g.elements), in, plan.buffers.output.view<std::uint32_t>(), sums, g);
         }
     }
 };
