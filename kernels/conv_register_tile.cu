@@ -11,9 +11,9 @@
 // reads, for each input row under its 4 x 4 outputs, a window of 4 + 2 * lead floats (lead = R*S
 // rounded up to 4; S = 1 gray or SoA, 3 RGB, 4 RGBA) with 16-byte shared reads and multiplies it
 // into every accumulator row it touches. The step is fully unrolled: each tap is an FFMA with a
-// compile-time coefficient operand, and the 16 accumulators stay in place (a 9x9 step is 1296
-// FFMAs, 76 shared reads and a few dozen others, about 23 KB of code); the walk over steps is a
-// loop.
+// compile-time coefficient operand, and the 16 accumulators stay in place (a 9x9 RGB step is 1296
+// FFMAs, 84 16-byte shared reads and a few dozen others, about 23 KB of code); the walk over steps
+// is a loop.
 // What it adds over conv.register_window_async (129 instructions per output element at 8K random
 // 9x9 by Nsight Compute, against 81 FMAs: 64 moves per row to shift the accumulator rows, a test
 // per mask row whether its output row is in the strip, a barrier per input row): no moves, no
@@ -73,17 +73,6 @@ __host__ __device__ constexpr int ring_groups_of(int r) { return step_groups_of(
 std::size_t shared_bytes(int threads, int r) {
     const std::size_t row = static_cast<std::size_t>(kColumns * threads + 2 * kMargin);  // elements
     return row * kStepRows * (ring_groups_of(r) * sizeof(float) + kAheadGroups);
-}
-
-// Element e of stored row y (plane `plane`), both mapped by the border rule; e counts elements of
-// a row of pixels of S elements each.
-template <int S>
-__device__ __forceinline__ float bordered_element(const ImageView<const std::uint8_t>& in, int e, int y, int plane, Border border) {
-    const int x = e >= 0 ? e / S : -((-e + S - 1) / S);  // floor(e / S)
-    const int sx = border_index(x, in.shape.width, border.mode);
-    const int sy = border_index(y, in.shape.height, border.mode);
-    if (sx < 0 || sy < 0) return static_cast<float>(border.value);
-    return static_cast<float>(__ldg(in.row(sy, plane) + sx * S + (e - x * S)));
 }
 
 // 16 bytes as 16 exact floats, written as four 16-byte shared stores.
@@ -149,7 +138,8 @@ __global__ void __launch_bounds__(128)
         }
         __pipeline_commit();
     };
-    // Makes group g's fp32 rows: from this thread's staged chunks (interior), or element by element.
+    // Makes group g's fp32 rows: from this thread's staged chunks (interior), or chunk by chunk with
+    // every element mapped by the border rule (rows::load_bytes_bordered).
     const auto convert_group = [&](int g) {
         float* const dst = ring + (g % kRingGroups) * group_floats;
         if (interior) {
@@ -162,8 +152,12 @@ __global__ void __launch_bounds__(128)
             }
         } else {
             for (int r = 0; r < kStepRows; ++r) {
-                for (int k = tid; k < width; k += threads) {
-                    dst[r * width + k] = bordered_element<S>(in, x0 - kMargin + k, y0 - R + kStepRows * g + r, plane, border);
+                const int sy = border_index(y0 - R + kStepRows * g + r, height, border.mode);
+                const std::uint8_t* src = sy < 0 ? nullptr : in.row(sy, plane);  // null: a constant border's row
+                for (int k = tid; k < chunks; k += threads) {
+                    const rows::Bytes<16> bytes = rows::load_bytes_bordered<S, 16>(src, x0 - kMargin + 16 * k, in.shape.width, border);
+                    convert_chunk(make_uint4(bytes.w[0], bytes.w[1], bytes.w[2], bytes.w[3]),
+                                  reinterpret_cast<float4*>(dst + r * width + 16 * k));
                 }
             }
         }
@@ -246,11 +240,8 @@ __global__ void __launch_bounds__(128)
 // f(integral_constant<R>, integral_constant<S>) for the problem's radius (0..4) and element stride.
 template <class F>
 decltype(auto) dispatch(const Problem& problem, F&& f) {
-    const int radius = std::max(problem.mask->radius_x(), problem.mask->radius_y());
-    return rows::dispatch_radius_stride(radius, rows::element_stride(problem.shape), std::forward<F>(f));
+    return rows::dispatch_radius_stride(rows::StripVariant::radius(problem), rows::element_stride(problem.shape), std::forward<F>(f));
 }
-
-int radius_of(const Problem& problem) { return std::max(problem.mask->radius_x(), problem.mask->radius_y()); }
 
 template <std::size_t N>
 bool listed(const std::array<int, N>& values, int value) {
@@ -262,11 +253,11 @@ public:
     std::string name() const override { return "conv.register_tile"; }
     Operation op() const override { return Operation::convolve; }
     std::string technique() const override {
-        return "fp32 shared tile converted once; each thread 4x4 outputs at a time from 16-byte window reads, fully unrolled FFMAs";
+        return "each thread 4x4 outputs at a time, fully unrolled FFMAs, from a shared fp32 ring of input rows fed ahead by cp.async";
     }
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;
-        if (radius_of(problem) > kMaxRadius) {
+        if (rows::StripVariant::radius(problem) > kMaxRadius) {
             return Support::no(fmt::format("masks up to 9x9: {} ({}x{}) would unroll past what the instruction cache holds "
                                            "(conv.tile_fp32 takes every size)",
                                            mask.name(), mask.width(), mask.height()));
@@ -295,7 +286,7 @@ public:
             return reinterpret_cast<const void*>(&conv_register_tile_kernel<decltype(r)::value, decltype(s)::value>);
         });
         return {KernelLaunch{kernel, "conv_register_tile_kernel", grid, block_of(shape),
-                             shared_bytes(threads, radius_of(problem))}};
+                             shared_bytes(threads, rows::StripVariant::radius(problem))}};
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const DeviceBuffers& b = plan.buffers;
