@@ -93,6 +93,7 @@ TEST(Registry, RefusesDuplicateAndEmptyNamesAndKeepsNamesSorted) {
 const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
                                                  {"conv.register_window_async", 9},
                                                  {"conv.register_tile", 9},
+                                                 {"conv.integer_mma", 9},
                                                  {"conv.separable_sliding", 9},
                                                  {"conv.separable_column_first", 9},
                                                  {"conv.shuffle_window", 3},

@@ -318,7 +318,7 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.box_running_sums", &is_box},             {"conv.shuffle_window", &up_to_3x3},
     {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box},
     {"conv.packed_window", &packs_into_16_bits},    {"conv.separable_column_first", &separable_up_to_9x9},
-    {"conv.register_tile", &up_to_9x9}};
+    {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9}};
 
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {
