@@ -9,9 +9,9 @@
 // mma.sync.m16n8k32 products of 16 x 32 input bytes (u8, straight from shared memory: no
 // conversion) by those matrices, one per digit, accumulated exactly in s32 over the mask rows.
 // The output is (S2 * 65536 + S1 * 256 + S0) * 2^-e, two fp32 roundings, then the store rule.
-// A 32-byte window holds the 8 outputs and the mask's reach on both sides (R*S <= 12); masks up to
-// 5 elements wide (R*S <= 4: gray and SoA up to 9x9, RGB 3x3) put two mask rows of 16 bytes into
-// one product, RGBA 9x9 takes two windows per mask row.
+// A 32-byte window holds the 8 outputs and the mask's reach R*S elements on both sides (S: 1 gray
+// or SoA, 3 RGB, 4 RGBA) while R*S <= 12; where R*S <= 4 (gray and SoA up to 9x9, RGB 3x3) a
+// 16-byte window does, and two mask rows share one product; RGBA 9x9 takes two windows per row.
 // Block: warps_x x warps_y warps (the block 32*warps_x x warps_y, tuned); each warp computes 16 rows
 // x 32 elements (four 8-wide tiles) of the block's tile of 16*warps_y rows x 32*warps_x elements,
 // and the block walks down a strip of `tiles` such tiles (tuned). Input tiles (the tile, R rows
@@ -373,8 +373,8 @@ public:
     Support supports(const Problem& problem) const override {
         const Mask& mask = *problem.mask;
         if (rows::StripVariant::radius(problem) > kMaxRadius) {
-            return Support::no(fmt::format("masks up to 9x9: {} ({}x{}) has more rows than a tile's sums are sized for "
-                                           "(conv.tile_fp32 takes every size)",
+            return Support::no(fmt::format("masks up to 9x9: {} ({}x{}) is wider or taller than the radii (up to 4) the kernel "
+                                           "is compiled for (conv.tile_fp32 takes every size)",
                                            mask.name(), mask.width(), mask.height()));
         }
         return Support::yes();
