@@ -60,6 +60,7 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/radius_dispatch.hpp"
 
 namespace klab {
 namespace {
@@ -331,24 +332,12 @@ __global__ void __launch_bounds__(256)
                 }
             }
         }
-        __syncwarp();
-        __syncthreads();  // the buffer just read is the one the next iteration loads
+        __syncthreads();  // the buffer just read is the one the next iteration loads (and the staging area is free)
     }
 }
 
-// f(integral_constant<R>, integral_constant<S>) for the problem's radius (0..4) and element stride.
-template <class F>
-decltype(auto) dispatch(const Problem& problem, F&& f) {
-    return rows::dispatch_radius_stride(rows::StripVariant::radius(problem), rows::element_stride(problem.shape), std::forward<F>(f));
-}
-
-template <std::size_t N>
-bool listed(const std::array<int, N>& values, int value) {
-    return std::find(values.begin(), values.end(), value) != values.end();
-}
-
 std::size_t table_bytes(const Problem& problem) {
-    return dispatch(problem, [](auto r, auto s) {
+    return dispatch_radius_stride(problem, [](auto r, auto s) {
         return static_cast<std::size_t>(Geometry<decltype(r)::value, decltype(s)::value>::kTableEntries) * sizeof(uint2);
     });
 }
@@ -356,7 +345,7 @@ std::size_t table_bytes(const Problem& problem) {
 std::size_t shared_bytes(const Problem& problem, const LaunchShape& shape) {
     const int warps_x = shape.block_x / 32, warps_y = shape.block_y;
     const int radius = rows::StripVariant::radius(problem);
-    const int margin_right = dispatch(problem, [](auto r, auto s) { return Geometry<decltype(r)::value, decltype(s)::value>::kMarginRight; });
+    const int margin_right = dispatch_radius_stride(problem, [](auto r, auto s) { return Geometry<decltype(r)::value, decltype(s)::value>::kMarginRight; });
     const int in_bytes = kMarginLeft + kWarpColumns * warps_x + margin_right;
     const int stride = in_bytes + (48 - in_bytes % 32) % 32;
     const std::size_t buffers = 2 * static_cast<std::size_t>(kWarpRows * warps_y + 2 * radius) * stride;
@@ -401,10 +390,10 @@ public:
         const dim3 grid(grid_side(problem.shape.row_elements(), tile_w), grid_side(problem.shape.height, tile_h * shape.parameter("tiles")),
                         problem.shape.layout == Layout::aos ? 1u : static_cast<unsigned>(problem.shape.channels));
         const int entries = static_cast<int>(table_bytes(problem) / sizeof(uint2));
-        const void* digits = dispatch(problem, [](auto r, auto s) {
+        const void* digits = dispatch_radius_stride(problem, [](auto r, auto s) {
             return reinterpret_cast<const void*>(&conv_integer_mma_digits_kernel<decltype(r)::value, decltype(s)::value>);
         });
-        const void* kernel = dispatch(problem, [](auto r, auto s) {
+        const void* kernel = dispatch_radius_stride(problem, [](auto r, auto s) {
             return reinterpret_cast<const void*>(&conv_integer_mma_kernel<decltype(r)::value, decltype(s)::value>);
         });
         return {KernelLaunch{digits, "conv_integer_mma_digits_kernel", dim3(grid_side(entries, 128)), dim3(128), 0},
@@ -421,7 +410,7 @@ public:
         const DeviceBuffers& b = plan.buffers;
         const DigitScale digits = digit_scale(*plan.problem.mask);
         uint2* const table = plan.scratch_as<uint2>();
-        dispatch(plan.problem, [&](auto r, auto s) {
+        dispatch_radius_stride(plan.problem, [&](auto r, auto s) {
             constexpr int R = decltype(r)::value, S = decltype(s)::value;
             enqueue_kernel(plan.kernels[0], stream, &conv_integer_mma_digits_kernel<R, S>, b.mask, digits.exponent, table);
             enqueue_kernel(plan.kernels[1], stream, &conv_integer_mma_kernel<R, S>, b.input.view<const std::uint8_t>(),

@@ -36,7 +36,6 @@
 // code per step): 619 us, warps stalled on instruction fetch four times as long; a tile per block
 // without the ring (every tile reloads its 2R halo rows, synchronous loads): 535 us; three groups in
 // flight instead of two: the same as two.
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -50,6 +49,7 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/radius_dispatch.hpp"
 
 namespace klab {
 namespace {
@@ -245,17 +245,6 @@ __global__ void __launch_bounds__(128)
     }
 }
 
-// f(integral_constant<R>, integral_constant<S>) for the problem's radius (0..4) and element stride.
-template <class F>
-decltype(auto) dispatch(const Problem& problem, F&& f) {
-    return rows::dispatch_radius_stride(rows::StripVariant::radius(problem), rows::element_stride(problem.shape), std::forward<F>(f));
-}
-
-template <std::size_t N>
-bool listed(const std::array<int, N>& values, int value) {
-    return std::find(values.begin(), values.end(), value) != values.end();
-}
-
 class ConvRegisterTile final : public Variant {
 public:
     std::string name() const override { return "conv.register_tile"; }
@@ -290,7 +279,7 @@ public:
         const int strip_rows = shape.parameter("rows");
         const dim3 grid(grid_side(problem.shape.row_elements(), kColumns * threads), grid_side(problem.shape.height, strip_rows),
                         problem.shape.layout == Layout::aos ? 1u : static_cast<unsigned>(problem.shape.channels));
-        const void* kernel = dispatch(problem, [](auto r, auto s) {
+        const void* kernel = dispatch_radius_stride(problem, [](auto r, auto s) {
             return reinterpret_cast<const void*>(&conv_register_tile_kernel<decltype(r)::value, decltype(s)::value>);
         });
         return {KernelLaunch{kernel, "conv_register_tile_kernel", grid, block_of(shape),
@@ -298,7 +287,7 @@ public:
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const DeviceBuffers& b = plan.buffers;
-        dispatch(plan.problem, [&](auto r, auto s) {
+        dispatch_radius_stride(plan.problem, [&](auto r, auto s) {
             constexpr int R = decltype(r)::value;
             enqueue_kernel(plan.kernels[0], stream, &conv_register_tile_kernel<R, decltype(s)::value>, b.input.view<const std::uint8_t>(),
                            b.output.view<std::uint8_t>(), rows::taps_2d<R>(*plan.problem.mask), plan.problem.border,
