@@ -91,6 +91,13 @@ struct Geometry {
     // Input bytes loaded right of the block's last output: the last tile's window, in 16-byte chunks.
     static constexpr int kMarginRight = kTwoRows ? 16 : (32 * kChunks - kLead - 8 + 15) / 16 * 16;
     static constexpr int kTableEntries = kSteps * kDigits * 32;  // one uint2 per lane, digit and step
+    // Input bytes loaded per row for a block of warps_x warps (whole 16-byte chunks), and the row
+    // stride in shared memory: = 16 mod 32, so that a warp's word reads hit 32 banks. The kernel
+    // and shared_bytes() both take them from here.
+    __host__ __device__ static constexpr int input_bytes(int warps_x) { return kMarginLeft + kWarpColumns * warps_x + kMarginRight; }
+    __host__ __device__ static constexpr int input_stride(int warps_x) {
+        return input_bytes(warps_x) + (48 - input_bytes(warps_x) % 32) % 32;
+    }
 };
 
 // Q = round(c * 2^e), and digit d (0 lowest) of Q in balanced base 256; the same on host and device.
@@ -188,8 +195,7 @@ __global__ void __launch_bounds__(256)
     const int tid = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
     const int tile_w = kWarpColumns * warps_x, tile_h = kWarpRows * warps_y;  // output elements and rows of a tile
     const int in_rows = tile_h + 2 * R;
-    const int in_bytes = kMarginLeft + tile_w + G::kMarginRight;  // loaded per input row, whole 16-byte chunks
-    const int stride = in_bytes + (48 - in_bytes % 32) % 32;      // = 16 mod 32: a warp's word reads hit 32 banks
+    const int in_bytes = G::input_bytes(warps_x), stride = G::input_stride(warps_x);
     uint2* const table = reinterpret_cast<uint2*>(shared_words);
     std::uint8_t* const buffers = reinterpret_cast<std::uint8_t*>(table + G::kTableEntries);  // two input tiles
     std::uint8_t* const staging = buffers + 2 * in_rows * stride;  // 16 rows per warp
@@ -345,9 +351,8 @@ std::size_t table_bytes(const Problem& problem) {
 std::size_t shared_bytes(const Problem& problem, const LaunchShape& shape) {
     const int warps_x = shape.block_x / 32, warps_y = shape.block_y;
     const int radius = rows::StripVariant::radius(problem);
-    const int margin_right = dispatch_radius_stride(problem, [](auto r, auto s) { return Geometry<decltype(r)::value, decltype(s)::value>::kMarginRight; });
-    const int in_bytes = kMarginLeft + kWarpColumns * warps_x + margin_right;
-    const int stride = in_bytes + (48 - in_bytes % 32) % 32;
+    const int stride = dispatch_radius_stride(
+        problem, [&](auto r, auto s) { return Geometry<decltype(r)::value, decltype(s)::value>::input_stride(warps_x); });
     const std::size_t buffers = 2 * static_cast<std::size_t>(kWarpRows * warps_y + 2 * radius) * stride;
     return table_bytes(problem) + buffers + static_cast<std::size_t>(warps_x * warps_y) * kWarpRows * kStagingStride;
 }
@@ -400,9 +405,8 @@ public:
                 KernelLaunch{kernel, "conv_integer_mma_kernel", grid, block_of(shape), shared_bytes(problem, shape)}};
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
-        int device = 0, major = 0;
-        KLAB_CUDA_CHECK(cudaGetDevice(&device));
-        KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        int major = 0;
+        KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, plan.device));
         if (major < 8) {
             throw Error(fmt::format("conv.integer_mma on a GPU of compute capability {}.x", major),
                         "compute capability 8.0 or later (mma.sync with 8-bit operands)");
