@@ -4,12 +4,13 @@
 // (or up: strips alternate, so that two strips read the rows they share at the same time, the
 // second from L2) kRows (16) rows of it, holding the 3x3 window of its strip in registers: no
 // shared memory, no barrier. A row of the strip is one word load per plane (8 bytes gray, 24 bytes
-// RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued four rows (gray) or two rows (colour) ahead
-// of the row being computed; colour walks also ask L2 for the row four further on (a prefetch holds
-// no register). Interior walks step a pointer by one pitch per row. Outputs are 8-byte streaming
-// stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
-// (a warp's 32 lanes hold 256 consecutive pixels); lanes 0 and 31 read their outer neighbour
-// themselves, at a column the border rule maps once per strip. Per pixel:
+// RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two rows ahead of the row being computed;
+// colour walks also ask L2 for the row four further on (a prefetch holds no register). A register
+// cap (80; 88 for RGBA AoS) leaves room for 24 warps per SM. Interior walks step a pointer by one
+// pitch per row. Outputs are 8-byte streaming stores (evict-first in L2). The two halo columns
+// come from the neighbouring lanes by warp shuffle (a warp's 32 lanes hold 256 consecutive pixels);
+// lanes 0 and 31 read their outer neighbour themselves, at a column the border rule maps once per
+// strip. Per pixel:
 //   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp2a dot products (16-bit weights
 //           times bytes), then round-half-to-even of T / 5000 by a multiply-high:
 //           u = floor((T + 2500) / 5000) = umulhi(T + 2500, 858994), and T / 5000 is a tie (T + 2500
@@ -46,16 +47,23 @@
 // and 30 per colour pixel by Nsight (the window's arithmetic is 13.5 of them).
 // Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
 // (the squares need fp32, and converting back costs what the packing saves), no 64-register cap
-// (the previous version had one: 25 instructions per gray pixel with the per-row border and address
-// work now out of the loop, 40.4 us; ptxas spills this loop at 64). Tried and dropped, measured on
-// the H200: an L2 prefetch for gray walks (32.6 us against 32.1), six rows ahead for colour (56.2 us
-// against 54.4).
-// Measured on an NVIDIA H200 (device run of 2026-11-24, klab-bench, L2 flushed, tuned blocks, medians
-// of 3): 8K gray 32.1 us (1.81x its copy floor of 17.7 us; NPP's two gradient calls 105.4 us: 3.3x
-// faster), 8K RGB AoS 54.4 us (1.67x). Nsight Compute, 8K gray: 19.2 M warp instructions (was 26.3 M),
-// issue slots 58% busy, 98 registers, occupancy 23%; 8K RGB: 31.2 M warp instructions, issue slots
-// 57% busy, 96 registers, occupancy 27%, DRAM 48% of peak: the gray walk is close to issue-bound, the
-// colour one waits on its loads.
+// (ptxas spills this loop below 80).
+// Tried and dropped, measured on the H200 (klab tune, then klab-bench, 8K gray / 8K RGB AoS):
+// - an L2 prefetch for gray walks (32.6 us against 32.1; at the 80-register cap 31.5 against 30.7);
+//   colour prefetches 8 rows on (53.3 against 51.4) or none (51.9); six rows ahead for colour (56.2
+//   against 54.4, before the cap);
+// - 32 rows per thread (31.8 / 56.9 us before the cap, 35.0 gray with it: fewer, longer walks);
+// - cvt.rni.sat.u8 for the rounding and the saturation (one instruction for two, but a second one
+//   per pixel on the quarter-rate pipe of sqrt.approx): 31.2 / 52.5 against 30.8 / 51.5;
+// - the gray sum by dp2a straight from the row's words, without the byte permutes that gather an RGB
+//   pixel first: 30.7 / 50.9 against 30.8 / 51.5, within noise for the code it adds.
+// Measured on an NVIDIA H200 (device run of 2026-11-25, klab tune, then klab-bench, L2 flushed, tuned
+// blocks, medians of 5): 8K gray 30.7 us (1.73x its copy floor of 17.7 us), 8K RGB AoS 51.5 us
+// (1.60x), against 31.9 / 54.2 us without the register cap (98 and 96 registers, 16 and 20 warps per
+// SM; four gray rows in flight). Nsight Compute (clocks locked), 8K gray: 19.8 M warp instructions,
+// issue slots 69% busy, 80 registers, achieved occupancy 32%; 8K RGB: 31.6 M warp instructions,
+// issue slots 65% busy, occupancy 33%, DRAM 41% of peak: both walks are now issue-bound, and what
+// would close the 1.5x target is fewer instructions per pixel (19 gray, 30.5 colour).
 #include <cstddef>
 #include <cstdint>
 
@@ -338,10 +346,10 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     }
     // Rows in flight: ahead[r] holds the row after output row i + r of the walk and is refilled
     // kAhead rows further on once it has been used. The loop body is unrolled by kAhead (even, so
-    // that the window's registers come back to where they started). Gray rows keep four in flight
-    // (8 bytes per lane each); colour rows (24 and 32 bytes) two, which leaves the registers the
-    // colour conversion needs.
-    constexpr int kAhead = Channels == 1 ? 4 : 2;
+    // that the window's registers come back to where they started). Two rows, so that the walk fits
+    // kRegisterCap: more warps per SM hide the loads better than more rows per warp (gray: four
+    // rows at 98 registers, 31.9 us on 8K; two at 80, 30.8 us).
+    constexpr int kAhead = 2;
     // Rows further ahead are only asked of L2 (colour rows, whose loads wait longest).
     constexpr int kPrefetch = Channels == 1 ? 0 : 4;
     static_assert(kRows % kAhead == 0 && kAhead % 2 == 0, "whole unrolled steps per strip");
@@ -405,10 +413,14 @@ __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, I
     }
 }
 
-// One block of up to 512 threads per SM at least: up to 128 registers, so that the window and the
-// rows in flight never spill (about 96 are used; the tuner picks the block at the occupancy reached).
+// Registers per thread: as few as the walk takes without spilling (ptxas -v), so that more warps fit
+// an SM (80 registers: 24 warps in blocks of 4 or 8 warps, where 96 and 98 left 20 and 16). RGBA AoS
+// rows (32 bytes a lane) need 88.
 template <int Channels, bool Soa>
-__global__ void __launch_bounds__(kMaxBlockThreads, 1)
+constexpr int kRegisterCap = Channels == 4 && !Soa ? 88 : 80;
+
+template <int Channels, bool Soa>
+__global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Channels, Soa>))
     sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border) {
     using R = Reading<Channels, Soa>;
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
