@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# A/B test of changes to one variant, in one call on a GPU machine: each experiment is a copy of the
+# variant's .cu file with one sed edit (or another file in its place), registered beside the
+# original under the name <variant>_<suffix>. The script builds klab, runs the copies' conformance
+# cases, tunes the copies (and the original where it has no record) on the classes given, benchmarks
+# them all on the study's rows of the variant and prints each row's medians with the ratio to the
+# original's last. The copies are removed when it ends; nothing else in the tree is written but
+# build/release (whose programs hold the copies until the next build) and
+# results/<gpu-slug>/autotune.json (their records), so run it on a copy of the tree, as a device
+# tool's call is. The "tried and dropped" figures in the kernels' preambles come from such runs.
+#
+# Usage: EXPERIMENTS='SUFFIX|SED-EXPRESSION
+#                     SUFFIX|@FILE
+#                     ...' bash scripts/gpu-experiment.sh kernels/VARIANT.cu [TUNE CLASS...]
+#   SUFFIX        lower-case letters, digits and '_' (the copy is <variant>_SUFFIX)
+#   SED-EXPRESSION  applied to the copy (sed -e); FILE: a whole .cu file used as the copy instead
+#   TUNE CLASS    klab tune --class values (e.g. sobel/8K/c1/aos); none: the copies run their
+#                 default block
+# Environment: BENCH (a regex the benchmark names must also match, e.g. '/8K/'), REPETITIONS (5),
+#              SKIP_TESTS=1 (no conformance cases), OUT (logs; default build/gpu-experiment).
+# Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
+#            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:-build/gpu-experiment}
+mkdir -p "$OUT"
+export PATH="/usr/local/cuda/bin:$PATH"
+
+fail() {
+  echo "gpu-experiment: $*" >&2
+  exit 2
+}
+[[ $# -ge 1 ]] || fail "usage: EXPERIMENTS='SUFFIX|SED-EXPRESSION ...' bash scripts/gpu-experiment.sh kernels/VARIANT.cu [TUNE CLASS...]"
+source_file=$1
+shift
+[[ -f $source_file && $source_file == kernels/*.cu ]] || fail "$source_file: not a variant file (kernels/NAME.cu)"
+[[ -n ${EXPERIMENTS:-} ]] || fail "EXPERIMENTS is empty: give one 'SUFFIX|SED-EXPRESSION' or 'SUFFIX|@FILE' per line"
+variant=$(sed -n 's/.*std::string name() const override { return "\([a-z0-9_.]*\)"; }.*/\1/p' "$source_file" | head -n 1)
+[[ -n $variant ]] || fail "$source_file: no name() returning a string literal found"
+stem=$(basename "$source_file" .cu)
+
+copies=()
+remove_copies() { [[ ${#copies[@]} -eq 0 ]] || rm -f "${copies[@]}"; }
+trap remove_copies EXIT
+trap 'exit 130' INT TERM
+
+names=("$variant")
+while IFS= read -r line; do
+  [[ -z ${line//[[:space:]]/} ]] && continue
+  suffix=${line%%|*}
+  edit=${line#*|}
+  [[ $suffix =~ ^[a-z0-9_]+$ && $line == *"|"* ]] || fail "experiment '$line': expected SUFFIX|SED-EXPRESSION or SUFFIX|@FILE, SUFFIX of [a-z0-9_]"
+  copy="kernels/${stem}_x_${suffix}.cu"
+  [[ -e $copy ]] && fail "$copy exists already (a suffix given twice, or left by a killed run: remove it)"
+  copies+=("$copy")
+  if [[ $edit == @* ]]; then
+    [[ -f ${edit#@} ]] || fail "experiment $suffix: ${edit#@} is no file"
+    cp "${edit#@}" "$copy"
+  else
+    cp "$source_file" "$copy"
+    sed -i -e "$edit" "$copy" || fail "experiment $suffix: sed -e '$edit' failed"
+    cmp -s "$source_file" "$copy" && fail "experiment $suffix: the edit '$edit' changes nothing"
+  fi
+  sed -i -e "s/return \"${variant//./\\.}\";/return \"${variant}_$suffix\";/" "$copy"
+  grep -q "return \"${variant}_$suffix\";" "$copy" || fail "experiment $suffix: the copy does not return the name $variant from name()"
+  names+=("${variant}_$suffix")
+done <<<"$EXPERIMENTS"
+echo "gpu-experiment: ${names[*]}"
+
+start=$(date +%s)
+if ! { cmake --preset release >"$OUT/build.log" 2>&1 && cmake --build --preset release --target klab klab-bench klab-tests-gpu >>"$OUT/build.log" 2>&1; }; then
+  grep -E -A 6 "error" "$OUT/build.log" | head -n 40
+  fail "the build failed (log: $OUT/build.log)"
+fi
+echo "gpu-experiment: built in $(($(date +%s) - start)) s"
+
+if [[ ${SKIP_TESTS:-0} != 1 ]]; then
+  # Conformance case names start with the variant's name, '.' as '_', then "__".
+  filter=""
+  for name in "${names[@]:1}"; do filter+="${filter:+:}*/${name//./_}__*"; done
+  ./build/release/tests/klab-tests-gpu --gtest_filter="$filter" >"$OUT/tests.log" 2>&1
+  status=$?
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]' "$OUT/tests.log" | sed 's/^/gpu-experiment: tests: /'
+  if [[ $status -ne 0 ]]; then
+    grep -E '^\[  FAILED  \]' "$OUT/tests.log" | head -n 20
+    fail "conformance cases failed (log: $OUT/tests.log): nothing is timed"
+  fi
+  grep -q -E '^\[  PASSED  \] [1-9]' "$OUT/tests.log" ||
+    fail "no conformance case ran (no GPU here, or no case is named like $filter; log: $OUT/tests.log)"
+fi
+
+if [[ $# -gt 0 ]]; then
+  classes=()
+  for class in "$@"; do classes+=(--class "$class"); done
+  ./build/release/klab tune --results results --missing-only --variant "${names[@]}" "${classes[@]}" >"$OUT/tune.log" 2>&1 ||
+    fail "klab tune failed (log: $OUT/tune.log)"
+  grep -E '^\[[0-9]+/[0-9]+\]' "$OUT/tune.log" | sed 's/^/gpu-experiment: /'
+fi
+
+# The study's rows of the variants: names "<variant>/<size>/<format>/...".
+regex="^($(printf '%s|' "${names[@]}" | sed 's/|$//; s/\./\\./g'))/"
+[[ -n ${BENCH:-} ]] && regex="$regex.*${BENCH}"
+./build/release/klab-bench --klab_results results --benchmark_filter="$regex" --benchmark_repetitions="${REPETITIONS:-5}" \
+  --benchmark_report_aggregates_only=true --benchmark_out="$OUT/bench.json" --benchmark_out_format=json >"$OUT/bench.log" 2>&1 ||
+  fail "klab-bench failed (log: $OUT/bench.log)"
+
+python3 - "$OUT/bench.json" "$variant" <<'PY'
+import json
+import sys
+
+bench, original = json.load(open(sys.argv[1])), sys.argv[2]
+rows = {}  # problem -> {variant: (median us, label)}
+for b in bench["benchmarks"]:
+    name = b["name"]
+    if not name.endswith("_median"):
+        continue
+    variant, _, problem = name.removesuffix("/manual_time_median").partition("/")
+    rows.setdefault(problem, {})[variant] = (b["real_time"], b.get("label", "").split(" (")[0])
+if not rows:
+    sys.exit("gpu-experiment: no benchmark row matched (BENCH too narrow?)")
+print(f"{'problem':40s} {'variant':45s} {'median us':>10s} {'x original':>10s}  block")
+for problem in sorted(rows):
+    base = rows[problem].get(original, (None, ""))[0]
+    for variant, (us, label) in sorted(rows[problem].items(), key=lambda item: item[0] != original):
+        ratio = f"{us / base:.3f}" if base else "-"
+        print(f"{problem:40s} {variant:45s} {us:10.1f} {ratio:>10s}  {label}")
+PY
