@@ -28,21 +28,31 @@
 // Borders: rows outside the image are mapped per row; a thread whose 8 columns reach outside the
 // row, or whose rows are not 8-byte aligned, reads byte by byte from offsets the border rule gives
 // once per group. Strips away from the top and bottom take a copy of the column pass without row
-// mapping, loads of 8 rows in flight.
+// mapping, loads of 8 rows in flight. A strip's first 2 * ry + 1 rows (the sums before its first
+// output) are loaded 4 rows at a time through the border rule (a second, unbordered copy of that
+// loop spilled). The strips share the image's rows evenly, none left short.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned).
-// Measured on an NVIDIA H200 (device run of 2026-11-24: klab tune on the 8K RGB AoS replicate box
-// classes, then klab-bench, L2 flushed, medians of 3; the tuner chose 32x4 group=8 rows=32 for all
-// three): box3 110 us (2.32x the copy floor), box9 124 us (2.62x; npp.box 1719 us: 13.8x faster),
-// box31 208 us (4.37x; npp.box 16597 us: 80x faster), against conv.box_running_sums' 186 / 270 /
-// 427 us. Nsight Compute on box9: 53 M warp instructions (17 per output byte: the row pass 5.3,
-// the column pass 2.9, the rest the segments' first sums, the copy out, and the strips' first
-// 2 * ry + 1 rows), 42% of issue slots busy, 43% achieved occupancy (64 registers), DRAM 32% of
-// peak. Still above the 1.3x target: the strips are short (rows=32 wins, for parallelism), so each
-// reads 2 * ry + 1 rows before its first output, and the issue slots are under half busy.
-// Tried and dropped (a later run that day): a copy of the strip's first sums with plain loads, under a 4-block
-// register bound (64): 6% fewer instructions but spills, box31 185 us, box9 129 us, box3 120 us.
+// Measured on an NVIDIA H200 (device run of 2026-11-25, scripts/gpu-experiment.sh: klab tune on the
+// 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 5; the tuner chose 32x4
+// group=8 rows=32 for all three): box3 109.5 us (2.27x the 48.2 us copy floor), box9 121.5 us
+// (2.52x; npp.box 1719 us), box31 187.6 us (3.89x; npp.box 16597 us), against 110.1 / 124.8 /
+// 208.4 us in the same run before that day's two changes: a strip's first rows loaded 4 at a time
+// (they were one dependent load after another: a fifth of the stall samples on box31), and a copy
+// out that works out its destination and its store width once per group (27 -> 19 instructions
+// per 16 bytes). Nsight Compute on box9 after them: 53 M warp instructions (17 per output byte: the
+// row pass 5.3, the column pass 2.9, the rest the segments' first sums, the copy out and the
+// strips' first rows), 47% of issue slots busy, 43% achieved occupancy (62 registers: 8 blocks of 4
+// warps per SM), DRAM 27% of peak; stall samples: the column pass's loads 17%, the barrier after
+// the column pass 17%, fixed-latency dependencies 17%. Still above the 1.3x target: each group
+// waits at a barrier for its slowest warp's loads, and the issue slots are under half busy. Hiding
+// those loads needs them in flight across the row pass (registers this occupancy does not have) or
+// a ring of input rows in shared memory filled ahead by the copy engine: not built.
+// Tried and dropped: a copy of the strip's first sums with plain loads under a 4-block register
+// bound (64): spills, box31 185 us, box9 129 us, box3 120 us (2026-11-24); strip heights in steps
+// of 16 from 32 to 256 (so that a grid can fill whole waves of 8 blocks per SM): the tuner still
+// chose 32 rows for box3 and box9, and box31 moved by under 1% (2026-11-25).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -68,6 +78,7 @@ using box_sums::Rounding;
 constexpr int kWarp = 32;
 constexpr int kColumnsPerThread = 8;  // the column pass's 8-byte loads
 constexpr int kBatchRows = 8;         // the column pass issues the loads of 8 rows before it slides
+constexpr int kFirstBatch = 4;        // a strip's first rows: the loads of 4 rows at a time
 constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
 constexpr std::array<int, 2> kGroupRows = {8, 16};
 constexpr std::array<int, 4> kStripRows = {32, 64, 128, 256};
@@ -286,8 +297,14 @@ __device__ __forceinline__ void box_tile(const ImageView<const std::uint8_t>& in
     std::uint32_t v[4] = {0u, 0u, 0u, 0u};
     {
         const ColumnSources sources = column_sources<E>(in.shape.width, e0, border.mode);
-        for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; ++y) {
-            slide_columns(v, bordered_columns(in, plane, y, e0, vector, sources, border), make_uint2(0u, 0u));
+        for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; y += kFirstBatch) {
+            uint2 add[kFirstBatch];
+#pragma unroll
+            for (int k = 0; k < kFirstBatch; ++k) {
+                add[k] = y + k < y_begin + t.ry ? bordered_columns(in, plane, y + k, e0, vector, sources, border) : make_uint2(0u, 0u);
+            }
+#pragma unroll
+            for (int k = 0; k < kFirstBatch; ++k) slide_columns(v, add[k], make_uint2(0u, 0u));
         }
     }
 
@@ -297,10 +314,16 @@ __device__ __forceinline__ void box_tile(const ImageView<const std::uint8_t>& in
     const std::uint16_t* const row_sums = sums + g * t.sums_stride + (x0 + q * t.segment_bytes - xs);
     std::uint32_t* const row_out = reinterpret_cast<std::uint32_t*>(outs + g * t.out_stride + q * t.segment_bytes);
 
-    // The copy to the image: row copy_g (+ copy_rows ...) of the group, 16 bytes at copy_x.
+    // The copy to the image: row copy_g (+ copy_rows ...) of the group, 16 bytes at copy_x; whether
+    // this thread's 16 bytes go out in one store is the same for every row.
     const int quads = t.tile_bytes / 16;
     const int copy_g = tid / quads, copy_x = (tid - copy_g * quads) * 16;
-    const bool out_aligned = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0;
+    const int out_x = x0 + copy_x;
+    const bool copies = copy_g < t.copy_rows && out_x < row_bytes;
+    const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && out_x + 16 <= row_bytes;
+    const std::size_t copy_step = static_cast<std::size_t>(t.copy_rows) * out.pitch_bytes;
+    const std::uint8_t* const copy_src = outs + copy_g * t.out_stride + copy_x;
+    const int copy_src_step = t.copy_rows * t.out_stride;
 
     for (int y = y_begin; y < y_end; y += G) {
         const int rows = min(G, y_end - y);
@@ -312,15 +335,15 @@ __device__ __forceinline__ void box_tile(const ImageView<const std::uint8_t>& in
         __syncthreads();  // the group's column sums are in shared memory; the last group's copy is done
         if (g < rows) row_pass<E, Normalized>(row_sums, row_out, chunks, t.rx, rounding);
         __syncthreads();  // the group's outputs are in shared memory
-        if (copy_g < t.copy_rows) {
-            const int x = x0 + copy_x;
-            for (int r = copy_g; r < rows && x < row_bytes; r += t.copy_rows) {
-                const uint4 value = *reinterpret_cast<const uint4*>(outs + r * t.out_stride + copy_x);
-                std::uint8_t* dst = out.row(y + r, plane) + x;
-                if (out_aligned && x + 16 <= row_bytes) {
+        if (copies && copy_g < rows) {
+            std::uint8_t* dst = out.row(y + copy_g, plane) + out_x;
+            const std::uint8_t* src = copy_src;
+            for (int r = copy_g; r < rows; r += t.copy_rows, dst += copy_step, src += copy_src_step) {
+                const uint4 value = *reinterpret_cast<const uint4*>(src);
+                if (out_vector) {
                     __stcs(reinterpret_cast<uint4*>(dst), value);  // streaming (evict-first): not read again
                 } else {
-                    for (int b = 0; b < 16 && x + b < row_bytes; ++b) {
+                    for (int b = 0; b < 16 && out_x + b < row_bytes; ++b) {
                         const std::uint32_t word = b < 8 ? (b < 4 ? value.x : value.y) : (b < 12 ? value.z : value.w);
                         dst[b] = static_cast<std::uint8_t>(word >> (8 * (b % 4)));
                     }
@@ -356,8 +379,11 @@ Kernel kernel_for(const Problem& problem) {
 }
 
 Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
+    // The strips share the image's rows evenly: at most `rows` each, none left short.
+    const int rows = shape.parameter("rows"), height = problem.shape.height;
+    const int strips = (height + rows - 1) / rows;
     return tiling_of(rows::element_stride(problem.shape), problem.mask->radius_x(), problem.mask->radius_y(), shape.block_x * shape.block_y,
-                     shape.parameter("group"), shape.parameter("rows"));
+                     shape.parameter("group"), (height + strips - 1) / strips);
 }
 
 template <std::size_t N>
@@ -379,7 +405,7 @@ public:
         space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
         space.parameters = {
             {"group", std::vector<int>(kGroupRows.begin(), kGroupRows.end()), "rows of column sums in shared memory at a time"},
-            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each block walks down"}};
+            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each block walks down, at most (the strips share the rows evenly)"}};
         space.default_shape = LaunchShape{kWarp, 4, {{"group", 16}, {"rows", 64}}};
         return space;
     }
