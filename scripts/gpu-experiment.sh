@@ -99,7 +99,9 @@ fi
 
 # The study's rows of the variants: names "<variant>/<size>/<format>/...".
 regex="^($(printf '%s|' "${names[@]}" | sed 's/|$//; s/\./\\./g'))/"
-[[ -n ${BENCH:-} ]] && regex="$regex.*${BENCH}"
+# The regex already ends in the "/" after the variant: a BENCH that starts with "/" (e.g. /8K/) would
+# need a second one there.
+[[ -n ${BENCH:-} ]] && regex="$regex.*${BENCH#/}"
 ./build/release/klab-bench --klab_results results --benchmark_filter="$regex" --benchmark_repetitions="${REPETITIONS:-5}" \
   --benchmark_report_aggregates_only=true --benchmark_out="$OUT/bench.json" --benchmark_out_format=json >"$OUT/bench.log" 2>&1 ||
   fail "klab-bench failed (log: $OUT/bench.log)"
