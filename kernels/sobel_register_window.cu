@@ -2,7 +2,7 @@
 //
 // Technique: each thread owns a strip of kPixels (8) consecutive pixels of a row and walks down
 // (or up: strips alternate, so that two strips read the rows they share at the same time, the
-// second from L2) kRows (16) rows of it, holding the 3x3 window of its strip in registers: no
+// second from L2) a tuned number of rows of it (8 to 32), holding the 3x3 window of its strip in registers: no
 // shared memory, no barrier. A row of the strip is one word load per plane (8 bytes gray, 24 bytes
 // RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two rows ahead of the row being computed;
 // colour walks also ask L2 for the row four further on (a prefetch holds no register). A register
@@ -40,11 +40,11 @@
 // gray values instead (pixelwise_strip: the same arithmetic, border_index for every sample).
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
-// 512 (a warp's lanes lie along a row; k and m tuned); each thread computes 8 x 16 output pixels.
+// 512 (a warp's lanes lie along a row; k and m tuned); each thread computes 8 x rows output pixels.
 // What it adds over sobel.fused (4 rows per thread, one byte load and one shared-memory gray value
 // per pixel, about 100 instructions per pixel by Nsight): word loads, 8 pixels x 16 rows per
-// thread, no shared memory, float arithmetic without conversions: 18.5 instructions per gray pixel
-// and 30 per colour pixel by Nsight (the window's arithmetic is 13.5 of them).
+// thread, no shared memory, float arithmetic without conversions: 19 instructions per gray pixel
+// and 30.5 per colour pixel by Nsight (the window's arithmetic is 13.5 of them).
 // Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
 // (the squares need fp32, and converting back costs what the packing saves), no 64-register cap
 // (ptxas spills this loop below 80).
@@ -64,6 +64,14 @@
 // issue slots 69% busy, 80 registers, achieved occupancy 32%; 8K RGB: 31.6 M warp instructions,
 // issue slots 65% busy, occupancy 33%, DRAM 41% of peak: both walks are now issue-bound, and what
 // would close the 1.5x target is fewer instructions per pixel (19 gray, 30.5 colour).
+// The strip height is tuned (2026-11-25): a grid has one warp per 256 x rows pixels, and at 24 warps
+// per SM the fixed 16 rows of the runs above gave 8K images 2.56 waves of warps on the H200's 132
+// SMs, the last one half full. klab-bench on copies of this file with the height fixed (scripts/
+// gpu-experiment.sh, H200, tuned blocks, L2 flushed, medians of 5), 8K gray / RGB AoS: 16 rows 31.0 /
+// 51.7 us; 14 rows (2.93 waves) 30.2 / 50.0; 22 rows (1.87 waves) 30.0 / 50.0; 20 rows (2.05 waves)
+// 34.4 / 54.8. The tuner now picks the height with the block for each GPU and size class.
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -76,7 +84,10 @@ namespace klab {
 namespace {
 
 constexpr int kPixels = 8;   // consecutive pixels of a row per thread
-constexpr int kRows = 16;    // output rows per thread
+// Output rows per thread (tuned, even: the walk's loop is unrolled by two rows). The strip height
+// sets how many warps a grid has, and so how evenly its last wave fills the GPU.
+constexpr std::array<int, 9> kWalkRows = {8, 12, 14, 16, 20, 22, 24, 28, 32};
+constexpr int kDefaultWalkRows = 16;
 constexpr int kWarp = 32;
 constexpr int kMaxBlockThreads = 512;
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -319,7 +330,7 @@ __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[
 
 // The register window over `rows` output rows of the strip at x0, from y_first walking by step (+1
 // down, -1 up). Interior: every row the walk reads (one beyond each end) lies inside the image, and
-// then rows == kRows. Strips walk down and up in turn, so that two strips read the rows they share
+// then rows is the walk's full length. Strips walk down and up in turn, so that two strips read the rows they share
 // at about the same time, both at the start of their walks or both at the end (the second read
 // finds them in L2).
 template <int Channels, bool Soa, bool Interior>
@@ -330,7 +341,6 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     RowCursor<Interior> cursor(in, y_first - step, step);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
     const std::ptrdiff_t dst_delta = step > 0 ? static_cast<std::ptrdiff_t>(out.pitch_bytes) : -static_cast<std::ptrdiff_t>(out.pitch_bytes);
-    if constexpr (Interior) rows = kRows;
     // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
     // the previous row of the walk and the current row.
     float a[kPixels + 2], c[kPixels + 2];
@@ -352,7 +362,7 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     constexpr int kAhead = 2;
     // Rows further ahead are only asked of L2 (colour rows, whose loads wait longest).
     constexpr int kPrefetch = Channels == 1 ? 0 : 4;
-    static_assert(kRows % kAhead == 0 && kAhead % 2 == 0, "whole unrolled steps per strip");
+    static_assert(kAhead == 2, "whole unrolled steps per strip of an even number of rows (kWalkRows)");
     Raw ahead[kAhead];
 #pragma unroll
     for (int r = 0; r < kAhead; ++r) {
@@ -421,14 +431,14 @@ constexpr int kRegisterCap = Channels == 4 && !Soa ? 88 : 80;
 
 template <int Channels, bool Soa>
 __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Channels, Soa>))
-    sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border) {
+    sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, int walk_rows) {
     using R = Reading<Channels, Soa>;
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
     const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
-    const int y_begin = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * kRows;
+    const int y_begin = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * walk_rows;
     const int height = in.shape.height;
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
-    const int y_end = min(y_begin + kRows, height);
+    const int y_end = min(y_begin + walk_rows, height);
     // The window needs the warp's 256 pixels inside the image, input rows aligned for the vector
     // loads and output rows for the 8-byte stores; the test is the same for the whole warp.
     const int warp_end = x0 - lane * kPixels + kWarp * kPixels;
@@ -439,17 +449,17 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
         return;
     }
     const Source source{in.data, in.pitch_bytes, static_cast<std::size_t>(height) * in.pitch_bytes, in.shape.width, height, border};
-    const bool down = (y_begin / kRows) % 2 == 0;  // strips walk down and up in turn
+    const bool down = (y_begin / walk_rows) % 2 == 0;  // strips walk down and up in turn
     const int y_first = down ? y_begin : y_end - 1;
     const int step = down ? 1 : -1;
     if (y_begin >= 1 && y_end + 1 <= height) {
-        window_strip<Channels, Soa, true>(source, out, lane, x0, y_first, kRows, step);
+        window_strip<Channels, Soa, true>(source, out, lane, x0, y_first, walk_rows, step);
     } else {
         window_strip<Channels, Soa, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
     }
 }
 
-using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border);
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, int);
 
 // One channel is the same memory in either layout.
 Kernel kernel_for(const Problem& problem) {
@@ -466,14 +476,15 @@ public:
     std::string name() const override { return "sobel.register_window"; }
     Operation op() const override { return Operation::sobel; }
     std::string technique() const override {
-        return "one kernel: 8 pixels x 16 rows per thread, the 3x3 window in registers, word loads, halo by warp shuffle";
+        return "one kernel: 8 pixels x 8 to 32 rows (tuned) per thread, the 3x3 window in registers, word loads, halo by warp shuffle";
     }
     Support supports(const Problem&) const override { return Support::yes(); }
     TuningSpace tuning_space() const override {
         TuningSpace space;
         space.block_x = {32, 64, 128, 256, 512};
         space.block_y = {1, 2, 4, 8, 16};
-        space.default_shape = LaunchShape{64, 4, {}};
+        space.parameters = {{"rows", std::vector<int>(kWalkRows.begin(), kWalkRows.end()), "output rows per thread (an even number)"}};
+        space.default_shape = LaunchShape{64, 4, {{"rows", kDefaultWalkRows}}};
         return space;
     }
     Support check_shape(const Problem&, const LaunchShape& shape) const override {
@@ -482,17 +493,21 @@ public:
                                            "a row and trade their edge pixels by shuffle)",
                                            shape.block_x, shape.block_y, kMaxBlockThreads));
         }
+        const int rows = shape.parameter("rows");
+        if (std::find(kWalkRows.begin(), kWalkRows.end(), rows) == kWalkRows.end()) {
+            return Support::no(fmt::format("rows={}: a thread walks 8, 12, 14, 16, 20, 22, 24, 28 or 32 rows", rows));
+        }
         return Support::yes();
     }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
-        const dim3 grid(grid_side(problem.shape.width, shape.block_x * kPixels), grid_side(problem.shape.height, shape.block_y * kRows));
+        const dim3 grid(grid_side(problem.shape.width, shape.block_x * kPixels), grid_side(problem.shape.height, shape.block_y * shape.parameter("rows")));
         return {make_launch(kernel_for(problem), "sobel_register_window_kernel", grid, block_of(shape))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
-                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border);
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, plan.shape.parameter("rows"));
     }
 };
 

@@ -120,23 +120,33 @@ TEST(OpsVariants, ScratchBytesAreWhatTheKernelsUse) {
     EXPECT_EQ(bytes("conv.separable_fused", convolve_problem({64, 48, 3, Layout::aos}, masks::gaussian(5), Border{})), 0u);
 }
 
-// sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 x 16 pixels.
+// sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 pixels
+// of a row down a tuned, even number of rows.
 TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
     const Variant& variant = Registry::instance().get("sobel.register_window");
     const Problem p = op_problem(Operation::sobel, {7680, 4320, 3, Layout::aos});
-    for (const LaunchShape& shape : {LaunchShape{32, 1, {}}, LaunchShape{64, 8, {}}, LaunchShape{512, 1, {}}, LaunchShape{96, 5, {}}}) {
+    const auto rows = [](int n) { return std::vector<std::pair<std::string, int>>{{"rows", n}}; };
+    for (const LaunchShape& shape :
+         {LaunchShape{32, 1, rows(16)}, LaunchShape{64, 8, rows(8)}, LaunchShape{512, 1, rows(32)}, LaunchShape{96, 5, rows(22)}}) {
         EXPECT_TRUE(variant.check_shape(p, shape)) << to_string(shape);
     }
-    for (const LaunchShape& shape : {LaunchShape{16, 8, {}}, LaunchShape{48, 4, {}}, LaunchShape{256, 4, {}}}) {
+    for (const LaunchShape& shape : {LaunchShape{16, 8, rows(16)}, LaunchShape{48, 4, rows(16)}, LaunchShape{256, 4, rows(16)}}) {
         const Support refused = variant.check_shape(p, shape);
         EXPECT_FALSE(refused) << to_string(shape);
         EXPECT_NE(refused.reason().find("32k x m threads, at most 512"), std::string::npos) << refused.reason();
     }
-    const std::vector<KernelLaunch> k = variant.kernels(p, LaunchShape{64, 4, {}});
+    for (int odd_or_unlisted : {15, 6, 64}) {
+        const Support refused = variant.check_shape(p, LaunchShape{64, 4, rows(odd_or_unlisted)});
+        EXPECT_FALSE(refused) << odd_or_unlisted;
+        EXPECT_NE(refused.reason().find("a thread walks 8, 12, 14"), std::string::npos) << refused.reason();
+    }
+    EXPECT_EQ(variant.tuning_space().default_shape.parameter("rows"), 16);
+    const std::vector<KernelLaunch> k = variant.kernels(p, LaunchShape{64, 4, rows(16)});
     ASSERT_EQ(k.size(), 1u);
     EXPECT_EQ(k[0].grid.x, 7680u / (64 * 8));             // 15 blocks of 512 pixels
     EXPECT_EQ(k[0].grid.y, (4320u + 63) / 64);             // 68 blocks of 4 x 16 rows
-    EXPECT_EQ(variant.scratch_bytes(p, LaunchShape{64, 4, {}}), 0u);
+    EXPECT_EQ(variant.kernels(p, LaunchShape{64, 4, rows(22)})[0].grid.y, (4320u + 87) / 88);  // 50 blocks of 4 x 22 rows
+    EXPECT_EQ(variant.scratch_bytes(p, LaunchShape{64, 4, rows(16)}), 0u);
 }
 
 // integral.lookback: the clearing kernel, then one block per tile of (32 P) x (32 N); the scratch
