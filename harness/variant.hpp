@@ -103,7 +103,8 @@ struct DeviceBuffers {
 
 // ---------------------------------------------------------------------------------------------
 // A launch shape: the block always, plus any parameters the variant declares (e.g. outputs per
-// thread). Parameters are kept in declaration order.
+// thread). Parameters are kept in declaration order, which is name order (tuning records keep them
+// by name; tests/cpu/test_registry.cpp checks every variant).
 struct LaunchShape {
     int block_x = 32;
     int block_y = 8;

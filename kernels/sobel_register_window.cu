@@ -1,16 +1,16 @@
 // sobel.register_window — gray conversion, 3x3 Sobel gradients and magnitude, the window in registers.
 //
-// Technique: each thread owns a strip of kPixels (8) consecutive pixels of a row and walks down
-// (or up: strips alternate, so that two strips read the rows they share at the same time, the
-// second from L2) a tuned number of rows of it (8 to 32), holding the 3x3 window of its strip in registers: no
-// shared memory, no barrier. A row of the strip is one word load per plane (8 bytes gray, 24 bytes
-// RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two rows ahead of the row being computed;
-// colour walks also ask L2 for the row four further on (a prefetch holds no register). A register
-// cap (80; 88 for RGBA AoS) leaves room for 24 warps per SM. Interior walks step a pointer by one
-// pitch per row. Outputs are 8-byte streaming stores (evict-first in L2). The two halo columns
-// come from the neighbouring lanes by warp shuffle (a warp's 32 lanes hold 256 consecutive pixels);
-// lanes 0 and 31 read their outer neighbour themselves, at a column the border rule maps once per
-// strip. Per pixel:
+// Technique: each thread owns a strip of P consecutive pixels of a row (P = 8 colour, 16 gray; see
+// below) and walks down (or up: strips alternate, so that two strips read the rows they share at
+// the same time, the second from L2) a tuned number of rows of it (8 to 32), holding the 3x3
+// window of its strip in registers: no shared memory, no barrier. A row of the strip is one word
+// load per plane (16 bytes gray, 24 bytes RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two
+// rows ahead of the row being computed; colour walks also ask L2 for the row four further on (a
+// prefetch holds no register). A register cap (80; 88 for RGBA AoS) leaves colour walks room for 24
+// warps per SM. Interior walks step a pointer by one pitch per row. Outputs are P-byte streaming
+// stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
+// (a warp's 32 lanes hold 32 P consecutive pixels); lanes 0 and 31 read their outer neighbour
+// themselves, at a column the border rule maps once per strip. Per pixel:
 //   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp2a dot products (16-bit weights
 //           times bytes), then round-half-to-even of T / 5000 by a multiply-high:
 //           u = floor((T + 2500) / 5000) = umulhi(T + 2500, 858994), and T / 5000 is a tie (T + 2500
@@ -26,7 +26,7 @@
 //   output  n is clamped to 65280 (sqrt(65280) = 255.4995 rounds to 255; every n >= 65281 has a root
 //           above 255.5, which saturates to 255), r = sqrt.approx(n), and r + 1.5 * 2^23 rounds r to
 //           the nearest integer in the float's low byte (the FADD rounds to nearest at ulp 1), which
-//           the byte permutes that pack eight outputs into one 8-byte store pick up. No
+//           the byte permutes that pack the outputs into one P-byte store pick up. No
 //           integer/float conversion instruction runs (they issue at a quarter of the FMA rate).
 // Exactness: gray and the gradients are exact integers (above). sqrt(n) of an integer n <= 65280
 // lies at least 0.25 / 511 = 4.9e-4 from any k + 1/2 ((k + 1/2)^2 is 1/4 from every integer), far
@@ -35,12 +35,21 @@
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
 // rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
-// strip. A warp whose 256 pixels reach past the right edge of the image, or whose rows are not
+// strip. A warp whose 32 P pixels reach past the right edge of the image, or whose rows are not
 // aligned for the word loads and stores (an odd pitch), computes each output pixel from its nine
 // gray values instead (pixelwise_strip: the same arithmetic, border_index for every sample).
+// Gray strips of 16 pixels (2026-11-25): a row of a strip costs about 27 instructions besides its
+// pixels' arithmetic (the loads, the halo shuffles, the store, the loop) and two halo columns of
+// window sums, so 16 pixels take 15.0 instructions each where 8 took 17.4 (Nsight, the walk's loop).
+// They need 128 registers (ptxas spills at 96 and 104), so gray walks run 16 warps per SM: the
+// tuner's rule then finds 25% occupancy the highest this problem reaches. Copies of this file on
+// the H200 (scripts/gpu-experiment.sh, klab tune on 8K gray, then klab-bench, L2 flushed, medians of
+// 5): 8 pixels 31.7 us (64x4, 16 rows); 16 pixels 28.8 us (32x2, 12 rows) at 128 registers, 30.1 at
+// 104 (spills), 31.6 at 96 (20 warps, more spills). Where 16 pixels would leave more of a row to
+// pixelwise_strip than 8 (widths 1920 and 3840), gray strips keep 8.
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
-// 512 (a warp's lanes lie along a row; k and m tuned); each thread computes 8 x rows output pixels.
+// 512 (a warp's lanes lie along a row; k and m tuned); each thread computes P x rows output pixels.
 // What it adds over sobel.fused (4 rows per thread, one byte load and one shared-memory gray value
 // per pixel, about 100 instructions per pixel by Nsight): word loads, 8 pixels x 16 rows per
 // thread, no shared memory, float arithmetic without conversions: 19 instructions per gray pixel
@@ -70,7 +79,6 @@
 // gpu-experiment.sh, H200, tuned blocks, L2 flushed, medians of 5), 8K gray / RGB AoS: 16 rows 31.0 /
 // 51.7 us; 14 rows (2.93 waves) 30.2 / 50.0; 22 rows (1.87 waves) 30.0 / 50.0; 20 rows (2.05 waves)
 // 34.4 / 54.8. The tuner now picks the height with the block for each GPU and size class.
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -83,7 +91,6 @@
 namespace klab {
 namespace {
 
-constexpr int kPixels = 8;   // consecutive pixels of a row per thread
 // Output rows per thread (tuned, even: the walk's loop is unrolled by two rows). The strip height
 // sets how many warps a grid has, and so how evenly its last wave fills the GPU.
 constexpr std::array<int, 9> kWalkRows = {8, 12, 14, 16, 20, 22, 24, 28, 32};
@@ -97,20 +104,20 @@ constexpr float kLargestUnsaturated = 65280.0f;   // the largest n whose root ro
 
 // How a layout is read: SoA colour reads the R, G and B planes (alpha is not needed), one byte per
 // pixel each; AoS reads one plane of Channels bytes per pixel.
-template <int Channels, bool Soa>
+template <int Channels, bool Soa, int P>
 struct Reading {
     static constexpr int kPlanes = Soa && Channels > 1 ? 3 : 1;
     static constexpr int kStride = Soa ? 1 : Channels;  // bytes per pixel in a plane
-    static constexpr int kBytes = kPixels * kStride;    // bytes of a strip's row in a plane
+    static constexpr int kBytes = P * kStride;          // bytes of a strip's row in a plane
     static constexpr int kWords = kBytes / 4;
     static constexpr std::uintptr_t kAlign = kBytes % 16 == 0 ? 16 : 8;  // of the vector loads
 };
 
 // One row of a thread's strip: the words of each plane, and the outer neighbour's pixel for lanes
 // 0 (left of the strip) and 31 (right of it), as r | g << 8 | b << 16 (gray: the byte).
-template <int Channels, bool Soa>
+template <int Channels, bool Soa, int P>
 struct RawRow {
-    using R = Reading<Channels, Soa>;
+    using R = Reading<Channels, Soa, P>;
     std::uint32_t w[R::kPlanes][R::kWords];
     std::uint32_t halo;
 };
@@ -154,20 +161,20 @@ struct HaloColumn {
     std::uint32_t fill;
 };
 
-template <int Channels>
+template <int Channels, int P>
 __device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, int x0) {
     if (lane != 0 && lane != kWarp - 1) return {-1, 0u};
-    const int x = lane == 0 ? x0 - 1 : x0 + kPixels;
+    const int x = lane == 0 ? x0 - 1 : x0 + P;
     const int sx = border_index(x, in.width, in.border.mode);
     return {sx, sx < 0 ? constant_pixel<Channels>(in.border) : 0u};
 }
 
 // Loads the strip's bytes of the row starting at `row` (plane 0; rows aligned for the vector loads)
 // and the lane's halo pixel.
-template <int Channels, bool Soa>
+template <int Channels, bool Soa, int P>
 __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
-                                         RawRow<Channels, Soa>& raw) {
-    using R = Reading<Channels, Soa>;
+                                         RawRow<Channels, Soa, P>& raw) {
+    using R = Reading<Channels, Soa, P>;
 #pragma unroll
     for (int p = 0; p < R::kPlanes; ++p) {
         const std::uint8_t* src = row + p * in.plane_bytes + x0 * R::kStride;
@@ -190,9 +197,9 @@ __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* r
 
 // A row outside the image under a constant border: the value in every byte (and the colour (v, v, v)
 // for the halo pixel, whose gray value is also v).
-template <int Channels, bool Soa>
-__device__ __forceinline__ void constant_row(const Source& in, RawRow<Channels, Soa>& raw) {
-    using R = Reading<Channels, Soa>;
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ void constant_row(const Source& in, RawRow<Channels, Soa, P>& raw) {
+    using R = Reading<Channels, Soa, P>;
 #pragma unroll
     for (int p = 0; p < R::kPlanes; ++p)
 #pragma unroll
@@ -212,15 +219,15 @@ struct RowCursor<true> {
     __device__ __forceinline__ RowCursor(const Source& in, int y, int step)
         : row(in.data + static_cast<std::size_t>(y) * in.pitch), delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch)
                                                                                  : -static_cast<std::ptrdiff_t>(in.pitch)) {}
-    template <int Channels, bool Soa>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa>& raw) {
+    template <int Channels, bool Soa, int P>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
         load_row(in, row, x0, halo, raw);
         row += delta;
     }
     // Asks L2 for the strip's bytes of the row `rows` after the next one (no register waits for it).
-    template <int Channels, bool Soa>
+    template <int Channels, bool Soa, int P>
     __device__ __forceinline__ void prefetch(const Source& in, int x0, int rows) const {
-        using R = Reading<Channels, Soa>;
+        using R = Reading<Channels, Soa, P>;
 #pragma unroll
         for (int p = 0; p < R::kPlanes; ++p) {
             const std::uint8_t* src = row + rows * delta + p * in.plane_bytes + x0 * R::kStride;
@@ -234,8 +241,8 @@ struct RowCursor<false> {
     int y;
     int step;
     __device__ __forceinline__ RowCursor(const Source&, int y_, int step_) : y(y_), step(step_) {}
-    template <int Channels, bool Soa>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa>& raw) {
+    template <int Channels, bool Soa, int P>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
         const int sy = border_index(y, in.height, in.border.mode);
         if (sy < 0) {
             constant_row(in, raw);
@@ -258,37 +265,37 @@ __device__ __forceinline__ std::uint32_t gray_of(std::uint32_t px) {
 __device__ __forceinline__ float biased(std::uint32_t gray) { return __uint_as_float(gray * 256u + kBiasBits); }  // = kBiasBits | gray << 8
 
 // Pixel k of the strip as r | g << 8 | b << 16 (byte 3 arbitrary), from the row's words.
-template <int Channels, bool Soa>
-__device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa>& raw, int k) {
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa, P>& raw, int k) {
     if constexpr (Soa) {
         const int i = k / 4, b = k % 4;
         const std::uint32_t rg = __byte_perm(raw.w[0][i], raw.w[1][i], static_cast<unsigned>(b | (4 + b) << 4));
         return __byte_perm(rg, raw.w[2][i], static_cast<unsigned>(0x10 | (4 + b) << 8));
     } else {
-        constexpr int kWords = Reading<Channels, Soa>::kWords;
+        constexpr int kWords = Reading<Channels, Soa, P>::kWords;
         const int i = k * Channels / 4, s = k * Channels % 4;
         const std::uint32_t next = i + 1 < kWords ? raw.w[0][i + 1] : raw.w[0][i];
         return s == 0 ? raw.w[0][i] : __byte_perm(raw.w[0][i], next, static_cast<unsigned>(s | (s + 1) << 4 | (s + 2) << 8));
     }
 }
 
-// The row's gray values as 32768 + g: g[1 .. kPixels] the strip, g[0] and g[kPixels + 1] its
+// The row's gray values as 32768 + g: g[1 .. P] the strip, g[0] and g[P + 1] its
 // neighbours (from the adjacent lanes, or the lane's own halo pixel at the warp's ends).
-template <int Channels, bool Soa>
-__device__ __forceinline__ void gray_row(const RawRow<Channels, Soa>& raw, int lane, float (&g)[kPixels + 2]) {
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
 #pragma unroll
-    for (int k = 0; k < kPixels; ++k) {
+    for (int k = 0; k < P; ++k) {
         if constexpr (Channels == 1) {
             g[k + 1] = __uint_as_float(__byte_perm(raw.w[0][k / 4], kBiasBits, static_cast<unsigned>(0x7504 | (k % 4) << 4)));
         } else {
             g[k + 1] = biased(gray_of(strip_pixel(raw, k)));
         }
     }
-    const float left = __shfl_up_sync(kFullMask, g[kPixels], 1);
+    const float left = __shfl_up_sync(kFullMask, g[P], 1);
     const float right = __shfl_down_sync(kFullMask, g[1], 1);
     const float halo = biased(Channels == 1 ? raw.halo : gray_of(raw.halo));
     g[0] = lane == 0 ? halo : left;
-    g[kPixels + 1] = lane == kWarp - 1 ? halo : right;
+    g[P + 1] = lane == kWarp - 1 ? halo : right;
 }
 
 __device__ __forceinline__ float sqrt_approx(float x) {
@@ -305,15 +312,15 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
 }
 
 // One output row: the window (a, c) advances by the gray row g of the next row in the walk, and
-// the row's eight outputs go to dst (one 8-byte streaming store, the output's rows aligned for it:
+// the row's P outputs go to dst (one P-byte streaming store, the output's rows aligned for it:
 // evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
 // Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
-__device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[kPixels + 2], const float (&g)[kPixels + 2],
-                                            std::uint8_t* dst) {
-    std::uint32_t bits[kPixels];
+template <int P>
+__device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2], const float (&g)[P + 2], std::uint8_t* dst) {
+    std::uint32_t bits[P];
     float s_left = 0.0f, s_mid = 0.0f, d_left = 0.0f, d_mid = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kPixels + 2; ++j) {
+    for (int j = 0; j < P + 2; ++j) {
         const float c_next = a[j] + g[j];
         const float s = c[j] + c_next;  // a(y-1) + 2 a(y) + a(y+1)
         const float d = c_next - c[j];  // a(y+1) - a(y-1)
@@ -323,9 +330,18 @@ __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[
         s_left = s_mid, s_mid = s;
         d_left = d_mid, d_mid = d;
     }
-    const std::uint32_t low = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
-    const std::uint32_t high = __byte_perm(__byte_perm(bits[4], bits[5], 0x0040u), __byte_perm(bits[6], bits[7], 0x0040u), 0x5410u);
-    __stcs(reinterpret_cast<uint2*>(dst), make_uint2(low, high));
+    std::uint32_t word[P / 4];  // the low bytes of four outputs each
+#pragma unroll
+    for (int i = 0; i < P / 4; ++i) {
+        const std::uint32_t low = __byte_perm(bits[4 * i], bits[4 * i + 1], 0x0040u);
+        const std::uint32_t high = __byte_perm(bits[4 * i + 2], bits[4 * i + 3], 0x0040u);
+        word[i] = __byte_perm(low, high, 0x5410u);
+    }
+    if constexpr (P == 16) {
+        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(word[0], word[1], word[2], word[3]));
+    } else {
+        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(word[0], word[1]));
+    }
 }
 
 // The register window over `rows` output rows of the strip at x0, from y_first walking by step (+1
@@ -333,26 +349,26 @@ __device__ __forceinline__ void window_step(float (&a)[kPixels + 2], float (&c)[
 // then rows is the walk's full length. Strips walk down and up in turn, so that two strips read the rows they share
 // at about the same time, both at the start of their walks or both at the end (the second read
 // finds them in L2).
-template <int Channels, bool Soa, bool Interior>
+template <int Channels, bool Soa, int P, bool Interior>
 __device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first,
                                              int rows, int step) {
-    using Raw = RawRow<Channels, Soa>;
-    const HaloColumn halo = halo_column<Channels>(in, lane, x0);
+    using Raw = RawRow<Channels, Soa, P>;
+    const HaloColumn halo = halo_column<Channels, P>(in, lane, x0);
     RowCursor<Interior> cursor(in, y_first - step, step);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
     const std::ptrdiff_t dst_delta = step > 0 ? static_cast<std::ptrdiff_t>(out.pitch_bytes) : -static_cast<std::ptrdiff_t>(out.pitch_bytes);
     // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
     // the previous row of the walk and the current row.
-    float a[kPixels + 2], c[kPixels + 2];
+    float a[P + 2], c[P + 2];
     {
         Raw raw;
-        float g[kPixels + 2];
+        float g[P + 2];
         cursor.load_next(in, x0, halo, raw);
         gray_row(raw, lane, g);
         cursor.load_next(in, x0, halo, raw);
         gray_row(raw, lane, a);
 #pragma unroll
-        for (int j = 0; j < kPixels + 2; ++j) c[j] = g[j] + a[j];
+        for (int j = 0; j < P + 2; ++j) c[j] = g[j] + a[j];
     }
     // Rows in flight: ahead[r] holds the row after output row i + r of the walk and is refilled
     // kAhead rows further on once it has been used. The loop body is unrolled by kAhead (even, so
@@ -373,13 +389,13 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
 #pragma unroll
         for (int r = 0; r < kAhead; ++r) {
             if (!Interior && i + r >= rows) break;
-            float g[kPixels + 2];
+            float g[P + 2];
             gray_row(ahead[r], lane, g);
             if constexpr (Interior && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
-                if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa>(in, x0, kPrefetch);
+                if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, x0, kPrefetch);
             }
             if (i + r + kAhead < rows) cursor.load_next(in, x0, halo, ahead[r]);
-            window_step(a, c, g, dst);
+            window_step<P>(a, c, g, dst);
             dst += dst_delta;
         }
     }
@@ -405,12 +421,12 @@ __device__ __forceinline__ std::uint32_t gray_at(const ImageView<const std::uint
 
 // The strip of a warp that reaches past the right edge, or of rows not aligned for the word loads
 // and stores: each output pixel from its nine gray values, the border rule for each (no window).
-template <int Channels, bool Soa>
+template <int Channels, bool Soa, int P>
 __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border,
                                              int x0, int y_begin, int y_end) {
     for (int y = y_begin; y < y_end; ++y) {
 #pragma unroll 1
-        for (int x = x0; x < min(x0 + kPixels, in.shape.width); ++x) {
+        for (int x = x0; x < min(x0 + P, in.shape.width); ++x) {
             int g[3][3];
 #pragma unroll
             for (int j = 0; j < 3; ++j)
@@ -425,27 +441,27 @@ __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, I
 
 // Registers per thread: as few as the walk takes without spilling (ptxas -v), so that more warps fit
 // an SM (80 registers: 24 warps in blocks of 4 or 8 warps, where 96 and 98 left 20 and 16). RGBA AoS
-// rows (32 bytes a lane) need 88.
-template <int Channels, bool Soa>
-constexpr int kRegisterCap = Channels == 4 && !Soa ? 88 : 80;
+// rows (32 bytes a lane) need 88; gray strips of 16 pixels 128 (the preamble).
+template <int Channels, bool Soa, int P>
+constexpr int kRegisterCap = P == 16 ? 128 : Channels == 4 && !Soa ? 88 : 80;
 
-template <int Channels, bool Soa>
-__global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Channels, Soa>))
+template <int Channels, bool Soa, int P>
+__global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Channels, Soa, P>))
     sobel_register_window_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, int walk_rows) {
-    using R = Reading<Channels, Soa>;
+    using R = Reading<Channels, Soa, P>;
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
-    const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixels;
+    const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * P;
     const int y_begin = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y) * walk_rows;
     const int height = in.shape.height;
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
     const int y_end = min(y_begin + walk_rows, height);
-    // The window needs the warp's 256 pixels inside the image, input rows aligned for the vector
-    // loads and output rows for the 8-byte stores; the test is the same for the whole warp.
-    const int warp_end = x0 - lane * kPixels + kWarp * kPixels;
+    // The window needs the warp's 32 P pixels inside the image, input rows aligned for the vector
+    // loads and output rows for the P-byte stores; the test is the same for the whole warp.
+    const int warp_end = x0 - lane * P + kWarp * P;
     const bool windowed = warp_end <= in.shape.width && (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
-                          (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 8 == 0;
+                          (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % P == 0;
     if (!windowed) {
-        if (x0 < in.shape.width) pixelwise_strip<Channels, Soa>(in, out, border, x0, y_begin, y_end);
+        if (x0 < in.shape.width) pixelwise_strip<Channels, Soa, P>(in, out, border, x0, y_begin, y_end);
         return;
     }
     const Source source{in.data, in.pitch_bytes, static_cast<std::size_t>(height) * in.pitch_bytes, in.shape.width, height, border};
@@ -453,22 +469,31 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
     const int y_first = down ? y_begin : y_end - 1;
     const int step = down ? 1 : -1;
     if (y_begin >= 1 && y_end + 1 <= height) {
-        window_strip<Channels, Soa, true>(source, out, lane, x0, y_first, walk_rows, step);
+        window_strip<Channels, Soa, P, true>(source, out, lane, x0, y_first, walk_rows, step);
     } else {
-        window_strip<Channels, Soa, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
+        window_strip<Channels, Soa, P, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
     }
 }
 
 using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, int);
 
+// Pixels per thread: 16 for gray input, unless that leaves more of a row to the warps that reach past
+// its end (pixelwise_strip) than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of
+// 48 bytes in flight would not fit the registers).
+int strip_pixels(const ImageShape& shape) {
+    if (shape.channels != 1) return 8;
+    return shape.width % (kWarp * 16) <= shape.width % (kWarp * 8) ? 16 : 8;
+}
+
 // One channel is the same memory in either layout.
 Kernel kernel_for(const Problem& problem) {
+    if (strip_pixels(problem.shape) == 16) return &sobel_register_window_kernel<1, false, 16>;
     if (problem.shape.layout == Layout::soa) {
-        return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false>,
-                                   &sobel_register_window_kernel<3, true>, &sobel_register_window_kernel<4, true>);
+        return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false, 8>,
+                                   &sobel_register_window_kernel<3, true, 8>, &sobel_register_window_kernel<4, true, 8>);
     }
-    return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false>,
-                               &sobel_register_window_kernel<3, false>, &sobel_register_window_kernel<4, false>);
+    return by_channels<Kernel>(problem.shape.channels, &sobel_register_window_kernel<1, false, 8>,
+                               &sobel_register_window_kernel<3, false, 8>, &sobel_register_window_kernel<4, false, 8>);
 }
 
 class SobelRegisterWindow final : public Variant {
@@ -476,7 +501,8 @@ public:
     std::string name() const override { return "sobel.register_window"; }
     Operation op() const override { return Operation::sobel; }
     std::string technique() const override {
-        return "one kernel: 8 pixels x 8 to 32 rows (tuned) per thread, the 3x3 window in registers, word loads, halo by warp shuffle";
+        return "one kernel: 8 pixels (gray: 16) x 8 to 32 rows (tuned) per thread, the 3x3 window in registers, word loads, "
+               "halo by warp shuffle";
     }
     Support supports(const Problem&) const override { return Support::yes(); }
     TuningSpace tuning_space() const override {
@@ -487,21 +513,19 @@ public:
         space.default_shape = LaunchShape{64, 4, {{"rows", kDefaultWalkRows}}};
         return space;
     }
+    // The listed heights are checked by prepare() (check_parameters), before this.
     Support check_shape(const Problem&, const LaunchShape& shape) const override {
         if (shape.block_x % kWarp != 0 || shape.block_x * shape.block_y > kMaxBlockThreads) {
             return Support::no(fmt::format("block {}x{}: the block is 32k x m threads, at most {} (a warp's lanes lie along "
                                            "a row and trade their edge pixels by shuffle)",
                                            shape.block_x, shape.block_y, kMaxBlockThreads));
         }
-        const int rows = shape.parameter("rows");
-        if (std::find(kWalkRows.begin(), kWalkRows.end(), rows) == kWalkRows.end()) {
-            return Support::no(fmt::format("rows={}: a thread walks 8, 12, 14, 16, 20, 22, 24, 28 or 32 rows", rows));
-        }
         return Support::yes();
     }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
-        const dim3 grid(grid_side(problem.shape.width, shape.block_x * kPixels), grid_side(problem.shape.height, shape.block_y * shape.parameter("rows")));
+        const dim3 grid(grid_side(problem.shape.width, shape.block_x * strip_pixels(problem.shape)),
+                        grid_side(problem.shape.height, shape.block_y * shape.parameter("rows")));
         return {make_launch(kernel_for(problem), "sobel_register_window_kernel", grid, block_of(shape))};
     }
 

@@ -120,8 +120,9 @@ TEST(OpsVariants, ScratchBytesAreWhatTheKernelsUse) {
     EXPECT_EQ(bytes("conv.separable_fused", convolve_problem({64, 48, 3, Layout::aos}, masks::gaussian(5), Border{})), 0u);
 }
 
-// sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 pixels
-// of a row down a tuned, even number of rows.
+// sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 colour or
+// 16 gray pixels of a row (8 where that leaves less of the row to the pixel-by-pixel path) down a
+// tuned, even number of rows.
 TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
     const Variant& variant = Registry::instance().get("sobel.register_window");
     const Problem p = op_problem(Operation::sobel, {7680, 4320, 3, Layout::aos});
@@ -135,18 +136,30 @@ TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
         EXPECT_FALSE(refused) << to_string(shape);
         EXPECT_NE(refused.reason().find("32k x m threads, at most 512"), std::string::npos) << refused.reason();
     }
-    for (int odd_or_unlisted : {15, 6, 64}) {
-        const Support refused = variant.check_shape(p, LaunchShape{64, 4, rows(odd_or_unlisted)});
-        EXPECT_FALSE(refused) << odd_or_unlisted;
-        EXPECT_NE(refused.reason().find("a thread walks 8, 12, 14"), std::string::npos) << refused.reason();
-    }
-    EXPECT_EQ(variant.tuning_space().default_shape.parameter("rows"), 16);
+    // Every listed height is even: the walk's loop is unrolled by two rows (prepare() refuses the
+    // unlisted ones).
+    const TuningSpace space = variant.tuning_space();
+    ASSERT_EQ(space.parameters.size(), 1u);
+    for (int n : space.parameters[0].values) EXPECT_EQ(n % 2, 0) << n;
+    EXPECT_EQ(space.default_shape.parameter("rows"), 16);
     const std::vector<KernelLaunch> k = variant.kernels(p, LaunchShape{64, 4, rows(16)});
     ASSERT_EQ(k.size(), 1u);
     EXPECT_EQ(k[0].grid.x, 7680u / (64 * 8));             // 15 blocks of 512 pixels
     EXPECT_EQ(k[0].grid.y, (4320u + 63) / 64);             // 68 blocks of 4 x 16 rows
     EXPECT_EQ(variant.kernels(p, LaunchShape{64, 4, rows(22)})[0].grid.y, (4320u + 87) / 88);  // 50 blocks of 4 x 22 rows
     EXPECT_EQ(variant.scratch_bytes(p, LaunchShape{64, 4, rows(16)}), 0u);
+    // Gray: 16 pixels a thread (8K: 7.5 blocks of 1024), but 8 where 16 leave more of a row to the
+    // warps that reach past its end (1920 = 3 x 512 + 384 = 7 x 256 + 128; 3840 = 15 x 256).
+    const auto blocks_across = [&](int width, int channels, Layout layout) {
+        return variant.kernels(op_problem(Operation::sobel, {width, 64, channels, layout}), LaunchShape{64, 4, rows(16)})[0].grid.x;
+    };
+    EXPECT_EQ(blocks_across(7680, 1, Layout::aos), 8u);
+    EXPECT_EQ(blocks_across(7680, 1, Layout::soa), 8u);
+    EXPECT_EQ(blocks_across(640, 1, Layout::aos), 1u);   // 640 = 512 + 128 = 2 x 256 + 128: 16
+    EXPECT_EQ(blocks_across(1920, 1, Layout::aos), 4u);  // 8 pixels: 4 blocks of 512
+    EXPECT_EQ(blocks_across(3840, 1, Layout::aos), 8u);  // 8 pixels
+    EXPECT_EQ(blocks_across(4096, 1, Layout::aos), 4u);  // 16 pixels
+    EXPECT_EQ(blocks_across(1920, 4, Layout::soa), 4u);  // colour: 8 pixels
 }
 
 // integral.lookback: the clearing kernel, then one block per tile of (32 P) x (32 N); the scratch

@@ -2,6 +2,7 @@
 // kernels/*.cu file, names that follow their files, default shapes each variant accepts, launch
 // descriptions that match their shapes, and the harness's checks of problems and shapes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,6 +142,26 @@ TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
                                   << mask.height() << ": " << accepted.reason();
         }
     }
+}
+
+// A variant declares its tuning parameters in name order, and its default shape sets them in that
+// order: a tuning record keeps a shape's parameters as a JSON object, which reads them back by name,
+// and prepare() takes them only in the declared order: a space declared out of order has every
+// cached shape refused (a trial space of rows, then pixels: "launch shape 64x4 pixels=8 rows=16 names
+// parameter pixels").
+TEST(Variants, DeclareTheirParametersInNameOrder) {
+    int with_parameters = 0;
+    for (const Variant* variant : Registry::instance().all()) {
+        const std::string name = variant->name();
+        const TuningSpace space = variant->tuning_space();
+        std::vector<std::string> declared, in_default;
+        for (const TunableParameter& p : space.parameters) declared.push_back(p.name);
+        for (const auto& [key, value] : space.default_shape.parameters) in_default.push_back(key);
+        EXPECT_TRUE(std::is_sorted(declared.begin(), declared.end())) << name << ": " << fmt::format("{}", fmt::join(declared, ", "));
+        EXPECT_EQ(in_default, declared) << name;
+        with_parameters += declared.size() > 1 ? 1 : 0;
+    }
+    EXPECT_GE(with_parameters, 1);  // conv.box_sliding_sums (group, rows): the test can fail
 }
 
 // Each launch a variant describes names its kernel and has a block and grid the device can take;
