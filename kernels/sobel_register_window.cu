@@ -35,9 +35,15 @@
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
 // rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
-// strip. A warp whose 32 P pixels reach past the right edge of the image, or whose rows are not
-// aligned for the word loads and stores (an odd pitch), computes each output pixel from its nine
-// gray values instead (pixelwise_strip: the same arithmetic, border_index for every sample).
+// strip. A warp whose 32 P pixels reach past the right edge of the image (the last of a row where
+// the width is no multiple of 32 P) walks its strips the same way, but each lane loads its pixels
+// byte by byte, every column mapped by the border rule, and stores the outputs inside the row byte
+// by byte (edge_strip, called rather than inlined: its spills stay out of the other walks); lanes
+// wholly past the edge compute the border's pixels for their neighbours' shuffles. Rows not aligned
+// for the word loads and stores (an odd pitch) take pixelwise_strip: each output pixel from its nine
+// gray values, the border rule for every sample. Before the edge walk (2026-11-25), the warps that
+// reach past the edge took pixelwise_strip too, and a 1920-pixel row's last warp took longer than
+// the rest of the grid: HD RGB AoS ran 78.9 us by klab tune on the H200, against 48.8 us for 8K.
 // Gray strips of 16 pixels (2026-11-25): a row of a strip costs about 27 instructions besides its
 // pixels' arithmetic (the loads, the halo shuffles, the store, the loop) and two halo columns of
 // window sums, so 16 pixels take 15.0 instructions each where 8 took 17.4 (Nsight, the walk's loop).
@@ -46,7 +52,7 @@
 // the H200 (scripts/gpu-experiment.sh, klab tune on 8K gray, then klab-bench, L2 flushed, medians of
 // 5): 8 pixels 31.7 us (64x4, 16 rows); 16 pixels 28.8 us (32x2, 12 rows) at 128 registers, 30.1 at
 // 104 (spills), 31.6 at 96 (20 warps, more spills). Where 16 pixels would leave more of a row to
-// pixelwise_strip than 8 (widths 1920 and 3840), gray strips keep 8.
+// the edge walk than 8 (widths 1920 and 3840), gray strips keep 8.
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
 // 512 (a warp's lanes lie along a row; k and m tuned); each thread computes P x rows output pixels.
@@ -219,8 +225,8 @@ struct RowCursor<true> {
     __device__ __forceinline__ RowCursor(const Source& in, int y, int step)
         : row(in.data + static_cast<std::size_t>(y) * in.pitch), delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch)
                                                                                  : -static_cast<std::ptrdiff_t>(in.pitch)) {}
-    template <int Channels, bool Soa, int P>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
+    template <class Row>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, Row& raw) {
         load_row(in, row, x0, halo, raw);
         row += delta;
     }
@@ -241,8 +247,8 @@ struct RowCursor<false> {
     int y;
     int step;
     __device__ __forceinline__ RowCursor(const Source&, int y_, int step_) : y(y_), step(step_) {}
-    template <int Channels, bool Soa, int P>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
+    template <class Row>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, Row& raw) {
         const int sy = border_index(y, in.height, in.border.mode);
         if (sy < 0) {
             constant_row(in, raw);
@@ -279,8 +285,50 @@ __device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa,
     }
 }
 
-// The row's gray values as 32768 + g: g[1 .. P] the strip, g[0] and g[P + 1] its
-// neighbours (from the adjacent lanes, or the lane's own halo pixel at the warp's ends).
+// One row of a thread's strip in a warp that reaches past the right edge of the image: the gray
+// values of its pixels, four to a word, each pixel's column mapped by the border rule in every row
+// (the columns past the edge are the border's pixels, which the last pixels inside need as their
+// right neighbours; the lanes wholly past the edge compute them too and store nothing). The gray
+// values are worked out as the row is loaded, so that two rows in flight hold P / 4 words each.
+template <int Channels, bool Soa, int P>
+struct EdgeRow {
+    std::uint32_t gray[P / 4];
+    std::uint32_t halo;  // as RawRow's
+};
+
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
+                                         EdgeRow<Channels, Soa, P>& raw) {
+#pragma unroll
+    for (int i = 0; i < P / 4; ++i) raw.gray[i] = 0u;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        const int sx = border_index(x0 + k, in.width, in.border.mode);
+        const std::uint32_t px = sx >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, sx) : constant_pixel<Channels>(in.border);
+        raw.gray[k / 4] |= (Channels == 1 ? px : gray_of(px)) << (8 * (k % 4));
+    }
+    raw.halo = halo.column >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, halo.column) : halo.fill;
+}
+
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ void constant_row(const Source& in, EdgeRow<Channels, Soa, P>& raw) {
+#pragma unroll
+    for (int i = 0; i < P / 4; ++i) raw.gray[i] = in.border.value * 0x01010101u;
+    raw.halo = constant_pixel<Channels>(in.border);
+}
+
+// g[0] and g[P + 1], the strip's neighbours: from the adjacent lanes, or the lane's own halo pixel
+// at the warp's ends.
+template <int Channels, int P>
+__device__ __forceinline__ void neighbours(std::uint32_t halo_pixel, int lane, float (&g)[P + 2]) {
+    const float left = __shfl_up_sync(kFullMask, g[P], 1);
+    const float right = __shfl_down_sync(kFullMask, g[1], 1);
+    const float halo = biased(Channels == 1 ? halo_pixel : gray_of(halo_pixel));
+    g[0] = lane == 0 ? halo : left;
+    g[P + 1] = lane == kWarp - 1 ? halo : right;
+}
+
+// The row's gray values as 32768 + g: g[1 .. P] the strip, g[0] and g[P + 1] its neighbours.
 template <int Channels, bool Soa, int P>
 __device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
 #pragma unroll
@@ -291,11 +339,16 @@ __device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, in
             g[k + 1] = biased(gray_of(strip_pixel(raw, k)));
         }
     }
-    const float left = __shfl_up_sync(kFullMask, g[P], 1);
-    const float right = __shfl_down_sync(kFullMask, g[1], 1);
-    const float halo = biased(Channels == 1 ? raw.halo : gray_of(raw.halo));
-    g[0] = lane == 0 ? halo : left;
-    g[P + 1] = lane == kWarp - 1 ? halo : right;
+    neighbours<Channels, P>(raw.halo, lane, g);
+}
+
+template <int Channels, bool Soa, int P>
+__device__ __forceinline__ void gray_row(const EdgeRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        g[k + 1] = __uint_as_float(__byte_perm(raw.gray[k / 4], kBiasBits, static_cast<unsigned>(0x7504 | (k % 4) << 4)));
+    }
+    neighbours<Channels, P>(raw.halo, lane, g);
 }
 
 __device__ __forceinline__ float sqrt_approx(float x) {
@@ -315,8 +368,11 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
 // the row's P outputs go to dst (one P-byte streaming store, the output's rows aligned for it:
 // evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
 // Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
-template <int P>
-__device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2], const float (&g)[P + 2], std::uint8_t* dst) {
+// Edge: a lane of a warp that reaches past the image's right edge stores its first `inside`
+// outputs byte by byte (0 for a lane wholly past the edge).
+template <int P, bool Edge>
+__device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2], const float (&g)[P + 2], std::uint8_t* dst,
+                                            int inside) {
     std::uint32_t bits[P];
     float s_left = 0.0f, s_mid = 0.0f, d_left = 0.0f, d_mid = 0.0f;
 #pragma unroll
@@ -330,17 +386,24 @@ __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2]
         s_left = s_mid, s_mid = s;
         d_left = d_mid, d_mid = d;
     }
-    std::uint32_t word[P / 4];  // the low bytes of four outputs each
+    if constexpr (Edge) {
 #pragma unroll
-    for (int i = 0; i < P / 4; ++i) {
-        const std::uint32_t low = __byte_perm(bits[4 * i], bits[4 * i + 1], 0x0040u);
-        const std::uint32_t high = __byte_perm(bits[4 * i + 2], bits[4 * i + 3], 0x0040u);
-        word[i] = __byte_perm(low, high, 0x5410u);
-    }
-    if constexpr (P == 16) {
-        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(word[0], word[1], word[2], word[3]));
+        for (int k = 0; k < P; ++k) {
+            if (k < inside) dst[k] = static_cast<std::uint8_t>(bits[k]);
+        }
     } else {
-        __stcs(reinterpret_cast<uint2*>(dst), make_uint2(word[0], word[1]));
+        std::uint32_t word[P / 4];  // the low bytes of four outputs each
+#pragma unroll
+        for (int i = 0; i < P / 4; ++i) {
+            const std::uint32_t low = __byte_perm(bits[4 * i], bits[4 * i + 1], 0x0040u);
+            const std::uint32_t high = __byte_perm(bits[4 * i + 2], bits[4 * i + 3], 0x0040u);
+            word[i] = __byte_perm(low, high, 0x5410u);
+        }
+        if constexpr (P == 16) {
+            __stcs(reinterpret_cast<uint4*>(dst), make_uint4(word[0], word[1], word[2], word[3]));
+        } else {
+            __stcs(reinterpret_cast<uint2*>(dst), make_uint2(word[0], word[1]));
+        }
     }
 }
 
@@ -349,10 +412,12 @@ __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2]
 // then rows is the walk's full length. Strips walk down and up in turn, so that two strips read the rows they share
 // at about the same time, both at the start of their walks or both at the end (the second read
 // finds them in L2).
-template <int Channels, bool Soa, int P, bool Interior>
+// Edge: the warp reaches past the image's right edge (EdgeRow loads, byte stores).
+template <int Channels, bool Soa, int P, bool Interior, bool Edge>
 __device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first,
                                              int rows, int step) {
-    using Raw = RawRow<Channels, Soa, P>;
+    using Raw = std::conditional_t<Edge, EdgeRow<Channels, Soa, P>, RawRow<Channels, Soa, P>>;
+    const int inside = min(max(in.width - x0, 0), P);  // the lane's outputs inside the row (Edge)
     const HaloColumn halo = halo_column<Channels, P>(in, lane, x0);
     RowCursor<Interior> cursor(in, y_first - step, step);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
@@ -391,14 +456,23 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
             if (!Interior && i + r >= rows) break;
             float g[P + 2];
             gray_row(ahead[r], lane, g);
-            if constexpr (Interior && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
+            if constexpr (Interior && !Edge && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
                 if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, x0, kPrefetch);
             }
             if (i + r + kAhead < rows) cursor.load_next(in, x0, halo, ahead[r]);
-            window_step<P>(a, c, g, dst);
+            window_step<P, Edge>(a, c, g, dst, inside);
             dst += dst_delta;
         }
     }
+}
+
+// The walk of a warp that reaches past the image's right edge (a few warps of a grid at most),
+// called rather than inlined: its byte loads need more registers than the cap leaves, and its spills
+// stay out of the interior walks' code.
+template <int Channels, bool Soa, int P>
+__device__ __noinline__ void edge_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first, int rows,
+                                        int step) {
+    window_strip<Channels, Soa, P, false, true>(in, out, lane, x0, y_first, rows, step);
 }
 
 // The gray value of pixel (x, y), border included.
@@ -419,8 +493,8 @@ __device__ __forceinline__ std::uint32_t gray_at(const ImageView<const std::uint
     return Channels == 1 ? px : gray_of(px);
 }
 
-// The strip of a warp that reaches past the right edge, or of rows not aligned for the word loads
-// and stores: each output pixel from its nine gray values, the border rule for each (no window).
+// The strip of rows not aligned for the word loads and stores: each output pixel from its nine gray
+// values, the border rule for each (no window).
 template <int Channels, bool Soa, int P>
 __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border,
                                              int x0, int y_begin, int y_end) {
@@ -455,10 +529,14 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
     const int height = in.shape.height;
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
     const int y_end = min(y_begin + walk_rows, height);
-    // The window needs the warp's 32 P pixels inside the image, input rows aligned for the vector
-    // loads and output rows for the P-byte stores; the test is the same for the whole warp.
-    const int warp_end = x0 - lane * P + kWarp * P;
-    const bool windowed = warp_end <= in.shape.width && (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
+    // The window needs input rows aligned for the vector loads and output rows for the P-byte
+    // stores, the same for every warp; a warp whose 32 P pixels reach past the row's end takes the
+    // edge walk (each lane its row's pixels by the border rule, byte stores), all its lanes kept for
+    // the shuffles, and a warp wholly past it has nothing to do.
+    const int warp_begin = x0 - lane * P;
+    if (warp_begin >= in.shape.width) return;
+    const bool edge = warp_begin + kWarp * P > in.shape.width;
+    const bool windowed = (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
                           (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % P == 0;
     if (!windowed) {
         if (x0 < in.shape.width) pixelwise_strip<Channels, Soa, P>(in, out, border, x0, y_begin, y_end);
@@ -468,17 +546,20 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
     const bool down = (y_begin / walk_rows) % 2 == 0;  // strips walk down and up in turn
     const int y_first = down ? y_begin : y_end - 1;
     const int step = down ? 1 : -1;
-    if (y_begin >= 1 && y_end + 1 <= height) {
-        window_strip<Channels, Soa, P, true>(source, out, lane, x0, y_first, walk_rows, step);
+    const bool interior = y_begin >= 1 && y_end + 1 <= height;
+    if (edge) {
+        edge_strip<Channels, Soa, P>(source, out, lane, x0, y_first, y_end - y_begin, step);
+    } else if (interior) {
+        window_strip<Channels, Soa, P, true, false>(source, out, lane, x0, y_first, walk_rows, step);
     } else {
-        window_strip<Channels, Soa, P, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
+        window_strip<Channels, Soa, P, false, false>(source, out, lane, x0, y_first, y_end - y_begin, step);
     }
 }
 
 using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, int);
 
 // Pixels per thread: 16 for gray input, unless that leaves more of a row to the warps that reach past
-// its end (pixelwise_strip) than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of
+// its end (edge_strip) than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of
 // 48 bytes in flight would not fit the registers).
 int strip_pixels(const ImageShape& shape) {
     if (shape.channels != 1) return 8;

@@ -121,7 +121,7 @@ TEST(OpsVariants, ScratchBytesAreWhatTheKernelsUse) {
 }
 
 // sobel.register_window: a warp's lanes lie along a row, at most 512 threads; each thread 8 colour or
-// 16 gray pixels of a row (8 where that leaves less of the row to the pixel-by-pixel path) down a
+// 16 gray pixels of a row (8 where that leaves less of the row to the edge walk) down a
 // tuned, even number of rows.
 TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
     const Variant& variant = Registry::instance().get("sobel.register_window");
@@ -149,7 +149,7 @@ TEST(OpsVariants, SobelRegisterWindowShapesAndGrid) {
     EXPECT_EQ(variant.kernels(p, LaunchShape{64, 4, rows(22)})[0].grid.y, (4320u + 87) / 88);  // 50 blocks of 4 x 22 rows
     EXPECT_EQ(variant.scratch_bytes(p, LaunchShape{64, 4, rows(16)}), 0u);
     // Gray: 16 pixels a thread (8K: 7.5 blocks of 1024), but 8 where 16 leave more of a row to the
-    // warps that reach past its end (1920 = 3 x 512 + 384 = 7 x 256 + 128; 3840 = 15 x 256).
+    // warps that reach past its end (the edge walk) (1920 = 3 x 512 + 384 = 7 x 256 + 128; 3840 = 15 x 256).
     const auto blocks_across = [&](int width, int channels, Layout layout) {
         return variant.kernels(op_problem(Operation::sobel, {width, 64, channels, layout}), LaunchShape{64, 4, rows(16)})[0].grid.x;
     };

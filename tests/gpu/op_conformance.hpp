@@ -124,8 +124,8 @@ inline std::vector<OpCase> sobel_table(bool reduced) {
         return table;
     }
     // 512 = 2 x 256 colour pixels = 512 gray pixels: sobel.register_window's warps (8 pixels a lane,
-    // gray 16) cover the width exactly, so that its register window (not the pixel-by-pixel path)
-    // meets the right edge; 37 rows end a 16-row strip early.
+    // gray 16) cover the width exactly, so that its word-load window meets the right edge (at the
+    // other widths a warp reaches past it: the edge walk); 37 rows end a 16-row strip early.
     for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 7}, std::pair{7, 1}, std::pair{2, 3}, std::pair{5, 5},
                         std::pair{17, 13}, std::pair{33, 31}, std::pair{127, 65}, std::pair{512, 37}, std::pair{640, 480}})
         for (const Border& b : borders)
