@@ -38,8 +38,11 @@
 // strip. A warp whose 32 P pixels reach past the right edge of the image (the last of a row where
 // the width is no multiple of 32 P) walks its strips the same way, but each lane loads its pixels
 // byte by byte, every column mapped by the border rule, and stores the outputs inside the row byte
-// by byte (edge_strip, called rather than inlined: its spills stay out of the other walks); lanes
-// wholly past the edge compute the border's pixels for their neighbours' shuffles. Rows not aligned
+// by byte (edge_strip, called rather than inlined: its spills, about 250 bytes of local memory a
+// thread, stay out of the other walks); lanes wholly past the edge compute the border's pixels for
+// their neighbours' shuffles. A row's byte loads do not wait on the border rule's branches, so that
+// they are all in flight at once (one pixel's loads after another's cost a round trip to memory
+// each, which is what made the pixel-by-pixel path slow). Rows not aligned
 // for the word loads and stores (an odd pitch) take pixelwise_strip: each output pixel from its nine
 // gray values, the border rule for every sample. Before the edge walk (2026-11-25), the warps that
 // reach past the edge took pixelwise_strip too, and a 1920-pixel row's last warp took longer than
@@ -285,35 +288,36 @@ __device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa,
     }
 }
 
-// One row of a thread's strip in a warp that reaches past the right edge of the image: the gray
-// values of its pixels, four to a word, each pixel's column mapped by the border rule in every row
+// One row of a thread's strip in a warp that reaches past the right edge of the image: each
+// pixel as r | g << 8 | b << 16 (gray: the byte), its column mapped by the border rule in every row
 // (the columns past the edge are the border's pixels, which the last pixels inside need as their
-// right neighbours; the lanes wholly past the edge compute them too and store nothing). The gray
-// values are worked out as the row is loaded, so that two rows in flight hold P / 4 words each.
+// right neighbours; the lanes wholly past the edge compute them too and store nothing).
 template <int Channels, bool Soa, int P>
 struct EdgeRow {
-    std::uint32_t gray[P / 4];
+    std::uint32_t px[P];
     std::uint32_t halo;  // as RawRow's
 };
 
+// The loads do not depend on the border rule's branches (a constant border's column reads column
+// 0 and takes the fill instead), so that all of a row's loads are in flight at once.
 template <int Channels, bool Soa, int P>
 __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
                                          EdgeRow<Channels, Soa, P>& raw) {
+    int sx[P];
 #pragma unroll
-    for (int i = 0; i < P / 4; ++i) raw.gray[i] = 0u;
+    for (int k = 0; k < P; ++k) sx[k] = border_index(x0 + k, in.width, in.border.mode);
 #pragma unroll
-    for (int k = 0; k < P; ++k) {
-        const int sx = border_index(x0 + k, in.width, in.border.mode);
-        const std::uint32_t px = sx >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, sx) : constant_pixel<Channels>(in.border);
-        raw.gray[k / 4] |= (Channels == 1 ? px : gray_of(px)) << (8 * (k % 4));
-    }
-    raw.halo = halo.column >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, halo.column) : halo.fill;
+    for (int k = 0; k < P; ++k) raw.px[k] = pixel_at<Channels, Soa>(row, in.plane_bytes, max(sx[k], 0));
+    raw.halo = pixel_at<Channels, Soa>(row, in.plane_bytes, max(halo.column, 0));
+#pragma unroll
+    for (int k = 0; k < P; ++k) raw.px[k] = sx[k] >= 0 ? raw.px[k] : constant_pixel<Channels>(in.border);
+    raw.halo = halo.column >= 0 ? raw.halo : halo.fill;
 }
 
 template <int Channels, bool Soa, int P>
 __device__ __forceinline__ void constant_row(const Source& in, EdgeRow<Channels, Soa, P>& raw) {
 #pragma unroll
-    for (int i = 0; i < P / 4; ++i) raw.gray[i] = in.border.value * 0x01010101u;
+    for (int k = 0; k < P; ++k) raw.px[k] = constant_pixel<Channels>(in.border);
     raw.halo = constant_pixel<Channels>(in.border);
 }
 
@@ -345,9 +349,7 @@ __device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, in
 template <int Channels, bool Soa, int P>
 __device__ __forceinline__ void gray_row(const EdgeRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
 #pragma unroll
-    for (int k = 0; k < P; ++k) {
-        g[k + 1] = __uint_as_float(__byte_perm(raw.gray[k / 4], kBiasBits, static_cast<unsigned>(0x7504 | (k % 4) << 4)));
-    }
+    for (int k = 0; k < P; ++k) g[k + 1] = biased(Channels == 1 ? raw.px[k] : gray_of(raw.px[k]));
     neighbours<Channels, P>(raw.halo, lane, g);
 }
 
