@@ -302,7 +302,7 @@ std::string others_section(const BenchFile& file, const Rows& rows) {
     };
     const std::vector<Part> parts = {
         {"Box filters 3×3, 9×9 and 31×31", {"box3", "box9", "box31"}, {"8K"}, "box3, box9 or box31 at 8K"},
-        {"Sobel", {"sobel"}, {"8K"}, "sobel at 8K"},
+        {"Sobel", {"sobel"}, {"HD", "8K"}, "sobel at HD or 8K"},
         {"Integral image", {"integral"}, {"8K", "4K", "4096x4096"}, "integral at 8K, 4K or 4096x4096"}};
     const auto in = [](const std::vector<std::string>& values, const std::string& value) {
         return std::find(values.begin(), values.end(), value) != values.end();

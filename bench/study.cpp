@@ -177,15 +177,19 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
         for (int k : {3, 9}) add_variants(cases, size, gaussian(size, k, Layout::soa));
     }
     // 6. The other operations at 8K: separable 9x9 against NPP's other filters; box filters of three
-    // sizes (running sums cost the same for each); Sobel (RGB and gray); the integral image, gray
+    // sizes (running sums cost the same for each); Sobel (RGB and gray, HD as well); the integral image, gray
     // (8K needs u64; 4K and 4096x4096, the largest u32 size, are u32) and RGB.
     npp("npp.filter32f", "8K", gaussian("8K", 9));
     npp("npp.separable32f", "8K", gaussian("8K", 9));
     for (int k : {3, 9, 31}) convolution_rows("8K", convolve_problem(shape_of("8K", 3, Layout::aos), masks::box(k), kReplicate));
-    add_variants(cases, "8K", op_problem(Operation::sobel, "8K", 3, kReplicate));
-    const Problem gray_sobel = op_problem(Operation::sobel, "8K", 1, kReplicate);
-    add_variants(cases, "8K", gray_sobel);
-    npp("npp.sobel", "8K", gray_sobel);
+    // Sobel at HD too: a row whose width is no multiple of a warp's pixels meets the paths of
+    // sobel.register_window's last warp, which the 8K rows never take.
+    for (const std::string& size : {std::string("HD"), std::string("8K")}) {
+        add_variants(cases, size, op_problem(Operation::sobel, size, 3, kReplicate));
+        const Problem gray_sobel = op_problem(Operation::sobel, size, 1, kReplicate);
+        add_variants(cases, size, gray_sobel);
+        npp("npp.sobel", size, gray_sobel);
+    }
     add_row(cases, RowKind::copy, "baseline.copy", "8K", op_problem(Operation::integral, "8K", 1, Border{}));
     for (const std::string& size : {std::string("8K"), std::string("4K"), std::string("4096x4096")}) {
         const Problem integral = op_problem(Operation::integral, size, 1, Border{});

@@ -80,13 +80,15 @@ TEST(BenchStudy, TheFullStudyHoldsTheSeedsTables) {
         EXPECT_TRUE(has(names, name)) << name;
     }
     // Issue 16's rows: box filters of three sizes against NPP's box, the running-sums box and the
-    // register-window Sobel, the single-pass integral on 8K RGB, 4K gray (u32) and 8K gray (u64).
+    // register-window Sobel at HD and 8K, the single-pass integral on 8K RGB, 4K gray (u32) and 8K gray (u64).
     for (int k : {3, 9, 31}) {
         for (const char* row : {"conv.box_running_sums", "conv.box_integral", "npp.box"}) {
             EXPECT_TRUE(has(names, fmt::format("{}/8K/rgb.aos/box{}/replicate", row, k))) << row << " " << k;
         }
     }
     for (const char* name : {"sobel.register_window/8K/gray/sobel/replicate", "sobel.register_window/8K/rgb.aos/sobel/replicate",
+                             "sobel.register_window/HD/gray/sobel/replicate", "sobel.register_window/HD/rgb.aos/sobel/replicate",
+                             "npp.sobel/HD/gray/sobel/replicate", "npp.sobel/8K/gray/sobel/replicate",
                              "integral.lookback/8K/gray/integral/none", "integral.lookback/8K/rgb.aos/integral/none",
                              "integral.scan/8K/rgb.aos/integral/none", "integral.lookback/4K/gray/integral/none",
                              "npp.integral/4K/gray/integral/none", "integral.lookback/4096x4096/gray/integral/none"}) {
@@ -152,11 +154,12 @@ TEST(BenchStudy, KlabRunTunesTheClassesOfEveryVariantRow) {
     std::vector<std::string> classes;
     for (const autotune::ProblemClass& c : tuned_classes(Study::full)) classes.push_back(autotune::to_string(c));
     // Convolutions: 480p..8K at 3x3, HD and 8K at 5, 7, 9 (AoS), HD and 8K at 3 and 9 (SoA), 8K box
-    // 31x31: 5 + 6 + 4 + 1. Sobel: 8K gray and RGB. Integral: 8K gray u64, 4K gray u32, 4096x4096
-    // gray (the 8K bucket's u32 class), 8K RGB u64.
-    EXPECT_EQ(classes.size(), 16u + 2u + 4u);
+    // 31x31: 5 + 6 + 4 + 1. Sobel: HD and 8K, gray and RGB. Integral: 8K gray u64, 4K gray u32,
+    // 4096x4096 gray (the 8K bucket's u32 class), 8K RGB u64.
+    EXPECT_EQ(classes.size(), 16u + 4u + 4u);
     for (const char* expected : {"480p/3x3/c3/aos", "4K/3x3/c3/aos", "8K/7x7/c3/aos", "HD/9x9/c3/soa", "8K/31x31/c3/aos",
-                                 "sobel/8K/c1/aos", "sobel/8K/c3/aos", "integral/8K/c1/aos/u64", "integral/4K/c1/aos/u32",
+                                 "sobel/8K/c1/aos", "sobel/8K/c3/aos", "sobel/HD/c1/aos", "sobel/HD/c3/aos",
+                                 "integral/8K/c1/aos/u64", "integral/4K/c1/aos/u32",
                                  "integral/8K/c1/aos/u32", "integral/8K/c3/aos/u64"}) {
         EXPECT_TRUE(has(classes, expected)) << expected;
     }
