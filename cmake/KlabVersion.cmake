@@ -1,10 +1,11 @@
 # Writes OUTPUT (a C++ file defining klab::build_version()) from `git` in SOURCE_DIR, at build time,
 # so that every build records the commit it was built from. Run by the klab_version target:
 #   cmake -DSOURCE_DIR=... -DOUTPUT=... -P KlabVersion.cmake
-# The environment variables KLAB_GIT_COMMIT and KLAB_GIT_DIRTY (0/1), where set, take precedence:
-# a copy of the tree on a GPU machine may hold no .git, or a stale one. Without either, "unknown".
-# An empty KLAB_GIT_COMMIT (e.g. KLAB_GIT_COMMIT=$(cat a-missing-file)) counts as unset, and a
-# commit with no letter or digit left is "unknown": tuning records never name an empty version.
+# The environment variable KLAB_GIT_COMMIT, where set and not empty, takes precedence (with
+# KLAB_GIT_DIRTY=1 for a modified tree; KLAB_GIT_DIRTY alone is ignored): a copy of the tree on a
+# GPU machine may hold no .git, or a stale one. Without either, "unknown". An empty KLAB_GIT_COMMIT
+# (e.g. KLAB_GIT_COMMIT=$(cat a-missing-file)) counts as unset, and a commit with no letter or digit
+# left is "unknown": tuning records never name an empty version.
 if(NOT "$ENV{KLAB_GIT_COMMIT}" STREQUAL "")
   # Named by whoever copied the tree (a GPU machine's copy may hold no or a stale .git).
   set(commit "$ENV{KLAB_GIT_COMMIT}")

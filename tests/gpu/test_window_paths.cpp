@@ -8,7 +8,8 @@
 // the halo from up to two lanes each side): rows of one lane to a warp and more, units that cross
 // the row's end, the lanes at a warp's ends handing the next warp's bytes round, odd pitches
 // (element-wise). All: strips at the image's top and bottom and inside it, short and tall; every
-// border, 1/3/4 channels, AoS and SoA, every arithmetic each variant picks. Each result is verified
+// border, 1/3/4 channels, AoS and SoA, every arithmetic each variant picks. sobel.register_window:
+// widths around its warps' pixels, so that its edge walk (the last warp of a row) meets every border. Each result is verified
 // against the CPU reference with the numeric contract's rule (conv.packed_window: byte for byte),
 // and nothing may be written into a row's padding.
 #include <gtest/gtest.h>
@@ -194,6 +195,43 @@ TEST_F(WindowPaths, ShuffleRingMatchesTheReference) {
     check_paths("conv.shuffle_ring", ring_widths, masks_9x9(),
                 {{32, 1, {{"rows", 8}}}, {64, 2, {{"rows", 16}}}, {32, 4, {{"rows", 8}}}, {128, 1, {{"rows", 32}}}, {32, 2, {{"rows", 16}}}},
                 {1, 3, 9, 17, 40});
+}
+
+// sobel.register_window's row ends: widths around its warps' 32 x 16 gray and 32 x 8 colour pixels
+// (a warp wholly inside, one lane or 31 lanes inside the row's last warp, a lane straddling the end,
+// rows narrower than a lane), so that the edge walk meets every border (the column right of the
+// row's end: a constant border's fill, or a pixel the rule maps), with strips at the top, bottom
+// and inside, and launch shapes with blocks wholly past the row's end (512x1). Exact comparison;
+// nothing written into the rows' padding. Allocator pitches take the window and the edge walk;
+// every seventh case a tight pitch, which is aligned or not depending on the width.
+TEST_F(WindowPaths, SobelRegisterWindowRowEndsMatchTheReferenceExactly) {
+    const Variant* variant = Registry::instance().find("sobel.register_window");
+    ASSERT_NE(variant, nullptr);
+    const auto shape_of = [](int x, int y, int rows) { return LaunchShape{x, y, {{"rows", rows}}}; };
+    const std::vector<LaunchShape> shapes = {shape_of(64, 4, 16), shape_of(32, 1, 8), shape_of(512, 1, 12), shape_of(96, 5, 22),
+                                             shape_of(32, 2, 14)};
+    int n = 0, failed = 0;
+    for (const Format& f : kFormats) {
+        for (int width : {1, 9, 17, 255, 256, 257, 500, 512, 513, 1000, 1920}) {
+            for (int height : {1, 3, 37}) {
+                for (const Border& border : all_borders()) {
+                    ++n;
+                    const Problem problem = op_problem(Operation::sobel, width, height, f, border);
+                    const LaunchShape& shape = shapes[static_cast<std::size_t>(n / 5) % shapes.size()];
+                    const PitchKind pitch = n % 7 == 0 ? PitchKind::tight : PitchKind::allocator;
+                    SCOPED_TRACE(fmt::format("{} with {} pitch {}", to_string(problem), to_string(shape), to_string(pitch)));
+                    ASSERT_TRUE(variant->check_shape(problem, shape));
+                    const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(7000 + n));
+                    const ImageU8 actual = run_variant<std::uint8_t>(*variant, problem, input, pitch, pitch, shape);
+                    const Verification v = verify_exact(reference::sobel(input, border, 0), actual);
+                    EXPECT_TRUE(v.ok()) << v.summary();
+                    failed += v.ok() ? 0 : 1;
+                    ASSERT_LT(failed, 5) << "stopping after 5 failures";
+                }
+            }
+        }
+    }
+    EXPECT_EQ(n, 6 * 11 * 3 * 6);
 }
 
 }  // namespace
