@@ -9,9 +9,10 @@
 // the row's end, the lanes at a warp's ends handing the next warp's bytes round, odd pitches
 // (element-wise). All: strips at the image's top and bottom and inside it, short and tall; every
 // border, 1/3/4 channels, AoS and SoA, every arithmetic each variant picks. sobel.register_window:
-// widths around its warps' pixels, so that its edge walk (the last warp of a row) meets every border. Each result is verified
-// against the CPU reference with the numeric contract's rule (conv.packed_window: byte for byte),
-// and nothing may be written into a row's padding.
+// widths around its warps' pixels, so that its edge walk (the last warp of a row) meets every
+// border. Each result is verified against the CPU reference with the numeric contract's rule
+// (conv.packed_window and sobel.register_window: byte for byte), and nothing may be written into a
+// row's padding.
 #include <gtest/gtest.h>
 
 #include <cstdint>
