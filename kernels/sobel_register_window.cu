@@ -35,15 +35,17 @@
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
 // rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
-// strip. A warp whose 32 P pixels reach past the right edge of the image (the last of a row where
-// the width is no multiple of 32 P) walks its strips the same way, but each lane loads its pixels
-// byte by byte (the column right of the row's end mapped by the border rule) and stores the
-// outputs inside the row byte by byte (edge_strip, called rather than inlined, so that its spills
-// stay out of the other walks); lanes past the edge compute pixels for their neighbours' shuffles. Rows not aligned
-// for the word loads and stores (an odd pitch) take pixelwise_strip: each output pixel from its nine
-// gray values, the border rule for every sample. Before the edge walk (2026-11-25), the warps that
-// reach past the edge took pixelwise_strip too, and a 1920-pixel row's last warp took longer than
-// the rest of the grid: HD RGB AoS ran 78.9 us by klab tune on the H200, against 48.8 us for 8K.
+// strip. A warp whose 32 P pixels reach past the row's end (the last of a row whose width is no
+// multiple of 32 P) walks its strips with the same word loads: the lane that holds the row's last
+// pixel loads its whole strip (the pitch holds it), lanes wholly past the end load the row's first
+// strip, every column from the row's end on takes the value of column `width` under the border rule
+// (lane 31's halo pixel, shuffled to the others), and the lane that holds the row's last pixel
+// stores its outputs inside the row byte by byte. Rows not aligned for the word loads and stores (an
+// odd pitch) take pixelwise_strip: each output pixel from its nine gray values, the border rule for
+// every sample. The warps that reach past the row's end took pixelwise_strip too until 2026-11-25,
+// and a 1920-pixel row's last warp took longer than the rest of the grid: HD RGB AoS ran 78.9 us by
+// klab tune on the H200, against 48.8 us for 8K; then byte loads in a called function (20.7 us, and
+// 8K RGB 2.5% slower: the call's spills).
 // Gray strips of 16 pixels (2026-11-25): a row of a strip costs about 27 instructions besides its
 // pixels' arithmetic (the loads, the halo shuffles, the store, the loop) and two halo columns of
 // window sums, so 16 pixels take 15.0 instructions each where 8 took 17.4 (Nsight, the walk's loop).
@@ -136,7 +138,6 @@ struct Source {
     int width;
     int height;
     Border border;
-    int right_column;  // the column the border rule reads right of the row's last pixel (-1: constant)
 };
 
 // The pixel word of a constant border's value v: v for gray input, the colour (v, v, v) (whose
@@ -162,7 +163,9 @@ __device__ __forceinline__ std::uint32_t pixel_at(const std::uint8_t* row, std::
 // The outer neighbour of lanes 0 and 31 (the pixel left or right of the warp's run). Its column is
 // the same in every row, so the border rule maps it once per strip: `column` is the pixel read in
 // each row, or -1 where no pixel is read (lanes 1 to 30, and a constant border's column, whose
-// pixel is `fill`).
+// pixel is `fill`). In a warp that reaches past the row's end, lane 31's outer neighbour feeds no
+// output inside the row, so it reads the column right of the row's end instead (image column
+// `width`, mapped by the border rule), which the warp's lanes past the end then use (gray_row).
 struct HaloColumn {
     int column;
     std::uint32_t fill;
@@ -171,21 +174,37 @@ struct HaloColumn {
 template <int Channels, int P>
 __device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, int x0) {
     if (lane != 0 && lane != kWarp - 1) return {-1, 0u};
-    const int x = lane == 0 ? x0 - 1 : x0 + P;
+    const int x = lane == 0 ? x0 - 1 : min(x0 + P, in.width);
     const int sx = border_index(x, in.width, in.border.mode);
     return {sx, sx < 0 ? constant_pixel<Channels>(in.border) : 0u};
 }
 
 // Loads the strip's bytes of the row starting at `row` (plane 0; rows aligned for the vector loads)
 // and the lane's halo pixel.
-template <int Channels, bool Soa, int P>
-__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
+// Edge: the lane that holds the row's last pixel has only `valid` bytes of its strip inside the row
+// (fewer than R::kBytes) and reads no byte after them, since the bytes after the row's end may be
+// padding that nothing wrote (compute-sanitizer's initcheck reports such reads): its words wholly
+// inside the row one by one, the word that holds the row's end byte by byte. Its words past the end
+// repeat a word inside; they feed no output (gray_row).
+template <bool Edge, int Channels, bool Soa, int P>
+__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, int valid, HaloColumn halo,
                                          RawRow<Channels, Soa, P>& raw) {
     using R = Reading<Channels, Soa, P>;
 #pragma unroll
     for (int p = 0; p < R::kPlanes; ++p) {
         const std::uint8_t* src = row + p * in.plane_bytes + x0 * R::kStride;
-        if constexpr (R::kBytes % 16 == 0) {
+        if (Edge && valid < R::kBytes) {
+            const int whole = valid / 4;  // words wholly inside the row
+            std::uint32_t end_word = 0;   // word `whole`: its bytes inside the row, then the last one repeated
+#pragma unroll
+            for (int b = 0; b < 4; ++b) end_word |= static_cast<std::uint32_t>(__ldg(src + min(4 * whole + b, valid - 1))) << (8 * b);
+            const auto* words = reinterpret_cast<const std::uint32_t*>(src);
+#pragma unroll
+            for (int i = 0; i < R::kWords; ++i) {
+                const std::uint32_t word = whole > 0 ? __ldg(words + min(i, whole - 1)) : 0u;
+                raw.w[p][i] = i == whole ? end_word : word;
+            }
+        } else if constexpr (R::kBytes % 16 == 0) {
 #pragma unroll
             for (int i = 0; i < R::kBytes / 16; ++i) {
                 const uint4 v = __ldg(reinterpret_cast<const uint4*>(src) + i);
@@ -226,9 +245,10 @@ struct RowCursor<true> {
     __device__ __forceinline__ RowCursor(const Source& in, int y, int step)
         : row(in.data + static_cast<std::size_t>(y) * in.pitch), delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch)
                                                                                  : -static_cast<std::ptrdiff_t>(in.pitch)) {}
-    template <class Row>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, Row& raw) {
-        load_row(in, row, x0, halo, raw);
+    template <bool Edge, class Row>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, int valid, HaloColumn halo, Row& raw) {
+        static_assert(!Edge, "warps that reach past the row's end walk with border-mapped rows");
+        load_row<false>(in, row, x0, valid, halo, raw);
         row += delta;
     }
     // Asks L2 for the strip's bytes of the row `rows` after the next one (no register waits for it).
@@ -248,13 +268,13 @@ struct RowCursor<false> {
     int y;
     int step;
     __device__ __forceinline__ RowCursor(const Source&, int y_, int step_) : y(y_), step(step_) {}
-    template <class Row>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, HaloColumn halo, Row& raw) {
+    template <bool Edge, class Row>
+    __device__ __forceinline__ void load_next(const Source& in, int x0, int valid, HaloColumn halo, Row& raw) {
         const int sy = border_index(y, in.height, in.border.mode);
         if (sy < 0) {
             constant_row(in, raw);
         } else {
-            load_row(in, in.data + static_cast<std::size_t>(sy) * in.pitch, x0, halo, raw);
+            load_row<Edge>(in, in.data + static_cast<std::size_t>(sy) * in.pitch, x0, valid, halo, raw);
         }
         y += step;
     }
@@ -286,60 +306,15 @@ __device__ __forceinline__ std::uint32_t strip_pixel(const RawRow<Channels, Soa,
     }
 }
 
-// One row of a thread's strip in a warp that reaches past the right edge of the image: each
-// pixel as r | g << 8 | b << 16 (gray: the byte), its column mapped by the border rule in every row
-// (the columns past the edge are the border's pixels, which the last pixels inside need as their
-// right neighbours; the lanes wholly past the edge compute them too and store nothing).
-template <int Channels, bool Soa, int P>
-struct EdgeRow {
-    std::uint32_t px[P];
-    std::uint32_t halo;  // as RawRow's
-};
-
-// Only the column right of the row's last pixel is mapped by the border rule (once per launch:
-// Source::right_column); the columns further right feed no output inside the row, and read the
-// last pixel. The loads do not depend on branches (a constant border's column reads column 0 and
-// takes the fill instead), so that all of a row's loads are in flight at once, and the code stays
-// small: only a warp or two per SM walks it, and an edge walk with the border rule inlined for every
-// pixel waited for instructions in a third of its stall samples (Nsight, 46 KB of code).
-template <int Channels, bool Soa, int P>
-__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, HaloColumn halo,
-                                         EdgeRow<Channels, Soa, P>& raw) {
-    int sx[P];
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-        const int x = x0 + k;
-        sx[k] = x < in.width ? x : (x == in.width ? in.right_column : in.width - 1);
-    }
-#pragma unroll
-    for (int k = 0; k < P; ++k) raw.px[k] = pixel_at<Channels, Soa>(row, in.plane_bytes, max(sx[k], 0));
-    raw.halo = pixel_at<Channels, Soa>(row, in.plane_bytes, max(halo.column, 0));
-#pragma unroll
-    for (int k = 0; k < P; ++k) raw.px[k] = sx[k] >= 0 ? raw.px[k] : constant_pixel<Channels>(in.border);
-    raw.halo = halo.column >= 0 ? raw.halo : halo.fill;
-}
-
-template <int Channels, bool Soa, int P>
-__device__ __forceinline__ void constant_row(const Source& in, EdgeRow<Channels, Soa, P>& raw) {
-#pragma unroll
-    for (int k = 0; k < P; ++k) raw.px[k] = constant_pixel<Channels>(in.border);
-    raw.halo = constant_pixel<Channels>(in.border);
-}
-
-// g[0] and g[P + 1], the strip's neighbours: from the adjacent lanes, or the lane's own halo pixel
-// at the warp's ends.
-template <int Channels, int P>
-__device__ __forceinline__ void neighbours(std::uint32_t halo_pixel, int lane, float (&g)[P + 2]) {
-    const float left = __shfl_up_sync(kFullMask, g[P], 1);
-    const float right = __shfl_down_sync(kFullMask, g[1], 1);
-    const float halo = biased(Channels == 1 ? halo_pixel : gray_of(halo_pixel));
-    g[0] = lane == 0 ? halo : left;
-    g[P + 1] = lane == kWarp - 1 ? halo : right;
-}
-
-// The row's gray values as 32768 + g: g[1 .. P] the strip, g[0] and g[P + 1] its neighbours.
-template <int Channels, bool Soa, int P>
-__device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
+// The row's gray values as 32768 + g: g[1 .. P] the strip, g[0] and g[P + 1] its neighbours (from
+// the adjacent lanes, or the lane's own halo pixel at the warp's ends).
+// Edge: the warp reaches past the row's end. Every column from `width` on takes the value of column
+// `width` under the border rule (lane 31's halo pixel there, see halo_column): the last pixel inside
+// the row needs it as its right neighbour, in its own strip or from the next lane's first pixel, and
+// the other columns past the end feed no output inside the row. `inside` is the lane's pixels inside
+// the row.
+template <bool Edge, int Channels, bool Soa, int P>
+__device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, int lane, int inside, float (&g)[P + 2]) {
 #pragma unroll
     for (int k = 0; k < P; ++k) {
         if constexpr (Channels == 1) {
@@ -348,14 +323,16 @@ __device__ __forceinline__ void gray_row(const RawRow<Channels, Soa, P>& raw, in
             g[k + 1] = biased(gray_of(strip_pixel(raw, k)));
         }
     }
-    neighbours<Channels, P>(raw.halo, lane, g);
-}
-
-template <int Channels, bool Soa, int P>
-__device__ __forceinline__ void gray_row(const EdgeRow<Channels, Soa, P>& raw, int lane, float (&g)[P + 2]) {
+    const float halo = biased(Channels == 1 ? raw.halo : gray_of(raw.halo));
+    if constexpr (Edge) {
+        const float past_end = __shfl_sync(kFullMask, halo, kWarp - 1);
 #pragma unroll
-    for (int k = 0; k < P; ++k) g[k + 1] = biased(Channels == 1 ? raw.px[k] : gray_of(raw.px[k]));
-    neighbours<Channels, P>(raw.halo, lane, g);
+        for (int k = 0; k < P; ++k) g[k + 1] = k < inside ? g[k + 1] : past_end;
+    }
+    const float left = __shfl_up_sync(kFullMask, g[P], 1);
+    const float right = __shfl_down_sync(kFullMask, g[1], 1);
+    g[0] = lane == 0 ? halo : left;
+    g[P + 1] = lane == kWarp - 1 ? halo : right;
 }
 
 __device__ __forceinline__ float sqrt_approx(float x) {
@@ -375,8 +352,8 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
 // the row's P outputs go to dst (one P-byte streaming store, the output's rows aligned for it:
 // evict-first in L2, so that the input rows a neighbouring strip reads again stay there).
 // Walking up instead of down swaps the rows above and below: d and gy change sign, n does not.
-// Edge: a lane of a warp that reaches past the image's right edge stores its first `inside`
-// outputs byte by byte (0 for a lane wholly past the edge).
+// Edge: in a warp that reaches past the row's end, a lane that holds the row's last pixel stores its
+// first `inside` outputs byte by byte, and a lane wholly past the end stores nothing.
 template <int P, bool Edge>
 __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2], const float (&g)[P + 2], std::uint8_t* dst,
                                             int inside) {
@@ -393,7 +370,7 @@ __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2]
         s_left = s_mid, s_mid = s;
         d_left = d_mid, d_mid = d;
     }
-    if constexpr (Edge) {
+    if (Edge && inside < P) {
 #pragma unroll
         for (int k = 0; k < P; ++k) {
             if (k < inside) dst[k] = static_cast<std::uint8_t>(bits[k]);
@@ -416,15 +393,20 @@ __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2]
 
 // The register window over `rows` output rows of the strip at x0, from y_first walking by step (+1
 // down, -1 up). Interior: every row the walk reads (one beyond each end) lies inside the image, and
-// then rows is the walk's full length. Strips walk down and up in turn, so that two strips read the rows they share
-// at about the same time, both at the start of their walks or both at the end (the second read
-// finds them in L2).
-// Edge: the warp reaches past the image's right edge (EdgeRow loads, byte stores).
+// then rows is the walk's full length. Strips walk down and up in turn, so that two strips read the
+// rows they share at about the same time, both at the start of their walks or both at the end (the
+// second read finds them in L2).
+// Edge: the warp reaches past the row's end (see gray_row and window_step).
 template <int Channels, bool Soa, int P, bool Interior, bool Edge>
 __device__ __forceinline__ void window_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first,
                                              int rows, int step) {
-    using Raw = std::conditional_t<Edge, EdgeRow<Channels, Soa, P>, RawRow<Channels, Soa, P>>;
-    const int inside = min(max(in.width - x0, 0), P);  // the lane's outputs inside the row (Edge)
+    using Raw = RawRow<Channels, Soa, P>;
+    const int inside = min(max(in.width - x0, 0), P);  // the lane's pixels inside the row (Edge)
+    // Lanes wholly past the row's end read the row's first strip instead of bytes past its pitch (past
+    // the image in its last row); gray_row gives their pixels the border's value. The lane that holds
+    // the row's last pixel reads its `valid` bytes inside the row (load_row).
+    const int x_load = Edge && inside == 0 ? 0 : x0;
+    const int valid = Edge && inside > 0 ? inside * Reading<Channels, Soa, P>::kStride : Reading<Channels, Soa, P>::kBytes;
     const HaloColumn halo = halo_column<Channels, P>(in, lane, x0);
     RowCursor<Interior> cursor(in, y_first - step, step);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
@@ -435,10 +417,10 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     {
         Raw raw;
         float g[P + 2];
-        cursor.load_next(in, x0, halo, raw);
-        gray_row(raw, lane, g);
-        cursor.load_next(in, x0, halo, raw);
-        gray_row(raw, lane, a);
+        cursor.template load_next<Edge>(in, x_load, valid, halo, raw);
+        gray_row<Edge>(raw, lane, inside, g);
+        cursor.template load_next<Edge>(in, x_load, valid, halo, raw);
+        gray_row<Edge>(raw, lane, inside, a);
 #pragma unroll
         for (int j = 0; j < P + 2; ++j) c[j] = g[j] + a[j];
     }
@@ -454,7 +436,7 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     Raw ahead[kAhead];
 #pragma unroll
     for (int r = 0; r < kAhead; ++r) {
-        if (Interior || r < rows) cursor.load_next(in, x0, halo, ahead[r]);
+        if (Interior || r < rows) cursor.template load_next<Edge>(in, x_load, valid, halo, ahead[r]);
     }
 #pragma unroll 1
     for (int i = 0; i < rows; i += kAhead) {
@@ -462,24 +444,15 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
         for (int r = 0; r < kAhead; ++r) {
             if (!Interior && i + r >= rows) break;
             float g[P + 2];
-            gray_row(ahead[r], lane, g);
+            gray_row<Edge>(ahead[r], lane, inside, g);
             if constexpr (Interior && !Edge && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
                 if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, x0, kPrefetch);
             }
-            if (i + r + kAhead < rows) cursor.load_next(in, x0, halo, ahead[r]);
+            if (i + r + kAhead < rows) cursor.template load_next<Edge>(in, x_load, valid, halo, ahead[r]);
             window_step<P, Edge>(a, c, g, dst, inside);
             dst += dst_delta;
         }
     }
-}
-
-// The walk of a warp that reaches past the image's right edge (a few warps of a grid at most),
-// called rather than inlined: its byte loads need more registers than the cap leaves, and its spills
-// stay out of the interior walks' code.
-template <int Channels, bool Soa, int P>
-__device__ __noinline__ void edge_strip(const Source& in, const ImageView<std::uint8_t>& out, int lane, int x0, int y_first, int rows,
-                                        int step) {
-    window_strip<Channels, Soa, P, false, true>(in, out, lane, x0, y_first, rows, step);
 }
 
 // The gray value of pixel (x, y), border included.
@@ -537,26 +510,28 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
     const int y_end = min(y_begin + walk_rows, height);
     // The window needs input rows aligned for the vector loads and output rows for the P-byte
-    // stores, the same for every warp; a warp whose 32 P pixels reach past the row's end takes the
-    // edge walk (each lane its row's pixels by the border rule, byte stores), all its lanes kept for
-    // the shuffles, and a warp wholly past it has nothing to do.
+    // stores, and a row's pitch that holds its last strip whole (the lane that holds the row's last
+    // pixel loads all P pixels of its strip), the same for every warp. A warp whose 32 P pixels reach
+    // past the row's end walks like the others, all its lanes kept for the shuffles (window_strip's
+    // Edge); a warp wholly past the end has nothing to do.
     const int warp_begin = x0 - lane * P;
     if (warp_begin >= in.shape.width) return;
     const bool edge = warp_begin + kWarp * P > in.shape.width;
+    const std::size_t last_strip_end = static_cast<std::size_t>((in.shape.width + P - 1) / P) * R::kBytes;
     const bool windowed = (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
+                          in.pitch_bytes >= last_strip_end &&
                           (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % P == 0;
     if (!windowed) {
         if (x0 < in.shape.width) pixelwise_strip<Channels, Soa, P>(in, out, border, x0, y_begin, y_end);
         return;
     }
-    const Source source{in.data,  in.pitch_bytes, static_cast<std::size_t>(height) * in.pitch_bytes, in.shape.width, height, border,
-                        border_index(in.shape.width, in.shape.width, border.mode)};
+    const Source source{in.data, in.pitch_bytes, static_cast<std::size_t>(height) * in.pitch_bytes, in.shape.width, height, border};
     const bool down = (y_begin / walk_rows) % 2 == 0;  // strips walk down and up in turn
     const int y_first = down ? y_begin : y_end - 1;
     const int step = down ? 1 : -1;
     const bool interior = y_begin >= 1 && y_end + 1 <= height;
     if (edge) {
-        edge_strip<Channels, Soa, P>(source, out, lane, x0, y_first, y_end - y_begin, step);
+        window_strip<Channels, Soa, P, false, true>(source, out, lane, x0, y_first, y_end - y_begin, step);
     } else if (interior) {
         window_strip<Channels, Soa, P, true, false>(source, out, lane, x0, y_first, walk_rows, step);
     } else {
@@ -566,9 +541,9 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
 
 using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, int);
 
-// Pixels per thread: 16 for gray input, unless that leaves more of a row to the warps that reach past
-// its end (edge_strip) than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of
-// 48 bytes in flight would not fit the registers).
+// Pixels per thread: 16 for gray input, unless that leaves more lanes idle in the warps that reach
+// past a row's end than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of 48 bytes
+// in flight would not fit the registers).
 int strip_pixels(const ImageShape& shape) {
     if (shape.channels != 1) return 8;
     return shape.width % (kWarp * 16) <= shape.width % (kWarp * 8) ? 16 : 8;
