@@ -181,11 +181,12 @@ __device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, in
 
 // Loads the strip's bytes of the row starting at `row` (plane 0; rows aligned for the vector loads)
 // and the lane's halo pixel.
-// Edge: the lane that holds the row's last pixel has only `valid` bytes of its strip inside the row
-// (fewer than R::kBytes) and reads no byte after them, since the bytes after the row's end may be
-// padding that nothing wrote (compute-sanitizer's initcheck reports such reads): its words wholly
-// inside the row one by one, the word that holds the row's end byte by byte. Its words past the end
-// repeat a word inside; they feed no output (gray_row).
+// Edge: a lane of a warp that reaches past the row's end has `valid` bytes of its strip inside the
+// row and reads no byte after them, since the bytes after the row's end may be padding that nothing
+// wrote (compute-sanitizer's initcheck reports such reads). The lane that holds the row's last pixel
+// reads its words wholly inside the row one by one and the word that holds the row's end byte by
+// byte; a lane wholly past the end (valid 0) reads nothing. Words past the end hold whatever is at
+// hand (zero or a word inside): they feed no output (gray_row).
 template <bool Edge, int Channels, bool Soa, int P>
 __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, int valid, HaloColumn halo,
                                          RawRow<Channels, Soa, P>& raw) {
@@ -196,14 +197,13 @@ __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* r
         if (Edge && valid < R::kBytes) {
             const int whole = valid / 4;  // words wholly inside the row
             std::uint32_t end_word = 0;   // word `whole`: its bytes inside the row, then the last one repeated
+            if (valid > 0) {
 #pragma unroll
-            for (int b = 0; b < 4; ++b) end_word |= static_cast<std::uint32_t>(__ldg(src + min(4 * whole + b, valid - 1))) << (8 * b);
+                for (int b = 0; b < 4; ++b) end_word |= static_cast<std::uint32_t>(__ldg(src + min(4 * whole + b, valid - 1))) << (8 * b);
+            }
             const auto* words = reinterpret_cast<const std::uint32_t*>(src);
 #pragma unroll
-            for (int i = 0; i < R::kWords; ++i) {
-                const std::uint32_t word = whole > 0 ? __ldg(words + min(i, whole - 1)) : 0u;
-                raw.w[p][i] = i == whole ? end_word : word;
-            }
+            for (int i = 0; i < R::kWords; ++i) raw.w[p][i] = i < whole ? __ldg(words + i) : end_word;
         } else if constexpr (R::kBytes % 16 == 0) {
 #pragma unroll
             for (int i = 0; i < R::kBytes / 16; ++i) {
@@ -402,11 +402,8 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
                                              int rows, int step) {
     using Raw = RawRow<Channels, Soa, P>;
     const int inside = min(max(in.width - x0, 0), P);  // the lane's pixels inside the row (Edge)
-    // Lanes wholly past the row's end read the row's first strip instead of bytes past its pitch (past
-    // the image in its last row); gray_row gives their pixels the border's value. The lane that holds
-    // the row's last pixel reads its `valid` bytes inside the row (load_row).
-    const int x_load = Edge && inside == 0 ? 0 : x0;
-    const int valid = Edge && inside > 0 ? inside * Reading<Channels, Soa, P>::kStride : Reading<Channels, Soa, P>::kBytes;
+    // The bytes of the strip's row inside the image, in each plane (load_row).
+    const int valid = inside * Reading<Channels, Soa, P>::kStride;
     const HaloColumn halo = halo_column<Channels, P>(in, lane, x0);
     RowCursor<Interior> cursor(in, y_first - step, step);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
@@ -417,9 +414,9 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     {
         Raw raw;
         float g[P + 2];
-        cursor.template load_next<Edge>(in, x_load, valid, halo, raw);
+        cursor.template load_next<Edge>(in, x0, valid, halo, raw);
         gray_row<Edge>(raw, lane, inside, g);
-        cursor.template load_next<Edge>(in, x_load, valid, halo, raw);
+        cursor.template load_next<Edge>(in, x0, valid, halo, raw);
         gray_row<Edge>(raw, lane, inside, a);
 #pragma unroll
         for (int j = 0; j < P + 2; ++j) c[j] = g[j] + a[j];
@@ -428,15 +425,17 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     // kAhead rows further on once it has been used. The loop body is unrolled by kAhead (even, so
     // that the window's registers come back to where they started). Two rows, so that the walk fits
     // kRegisterCap: more warps per SM hide the loads better than more rows per warp (gray: four
-    // rows at 98 registers, 31.9 us on 8K; two at 80, 30.8 us).
-    constexpr int kAhead = 2;
+    // rows at 98 registers, 31.9 us on 8K; two at 80, 30.8 us). One row in the walks that reach
+    // past the row's end: their selects and byte stores need registers too, and where they ran out,
+    // ptxas also spilled in the interior walks (the kernel's registers are allocated as a whole).
+    constexpr int kAhead = Edge ? 1 : 2;
     // Rows further ahead are only asked of L2 (colour rows, whose loads wait longest).
     constexpr int kPrefetch = Channels == 1 ? 0 : 4;
-    static_assert(kAhead == 2, "whole unrolled steps per strip of an even number of rows (kWalkRows)");
+    static_assert(Edge || kAhead == 2, "whole unrolled steps per strip of an even number of rows (kWalkRows)");
     Raw ahead[kAhead];
 #pragma unroll
     for (int r = 0; r < kAhead; ++r) {
-        if (Interior || r < rows) cursor.template load_next<Edge>(in, x_load, valid, halo, ahead[r]);
+        if (Interior || r < rows) cursor.template load_next<Edge>(in, x0, valid, halo, ahead[r]);
     }
 #pragma unroll 1
     for (int i = 0; i < rows; i += kAhead) {
@@ -448,7 +447,7 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
             if constexpr (Interior && !Edge && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
                 if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, x0, kPrefetch);
             }
-            if (i + r + kAhead < rows) cursor.template load_next<Edge>(in, x_load, valid, halo, ahead[r]);
+            if (i + r + kAhead < rows) cursor.template load_next<Edge>(in, x0, valid, halo, ahead[r]);
             window_step<P, Edge>(a, c, g, dst, inside);
             dst += dst_delta;
         }
