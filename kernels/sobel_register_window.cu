@@ -5,7 +5,7 @@
 // the same time, the second from L2) a tuned number of rows of it (8 to 32), holding the 3x3
 // window of its strip in registers: no shared memory, no barrier. A row of the strip is one word
 // load per plane (16 bytes gray, 24 bytes RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two
-// rows ahead of the row being computed; colour walks also ask L2 for the row four further on (a
+// rows ahead of the row being computed; interior walks also ask L2 for the row four further on (a
 // prefetch holds no register). A register cap (80; 88 for RGBA AoS) leaves colour walks room for 24
 // warps per SM. Interior walks step a pointer by one pitch per row. Outputs are P-byte streaming
 // stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
@@ -53,8 +53,10 @@
 // tuner's rule then finds 25% occupancy the highest this problem reaches. Copies of this file on
 // the H200 (scripts/gpu-experiment.sh, klab tune on 8K gray, then klab-bench, L2 flushed, medians of
 // 5): 8 pixels 31.7 us (64x4, 16 rows); 16 pixels 28.8 us (32x2, 12 rows) at 128 registers, 30.1 at
-// 104 (spills), 31.6 at 96 (20 warps, more spills). Where 16 pixels would leave more of a row to
-// the edge walk than 8 (widths 1920 and 3840), gray strips keep 8.
+// 104 (spills), 31.6 at 96 (20 warps, more spills). Where 16 pixels would leave more lanes idle at
+// a row's end than 8 (widths 1920 and 3840), gray strips keep 8. At 16 warps per SM the L2
+// prefetch of the row four on pays for gray walks too (it did not at 8 pixels, below): 26.7 us
+// against 27.3 (copies of this file, as above).
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
 // 512 (a warp's lanes lie along a row; k and m tuned); each thread computes P x rows output pixels.
@@ -66,27 +68,32 @@
 // (the squares need fp32, and converting back costs what the packing saves), no 64-register cap
 // (ptxas spills this loop below 80).
 // Tried and dropped, measured on the H200 (klab tune, then klab-bench, 8K gray / 8K RGB AoS):
-// - an L2 prefetch for gray walks (32.6 us against 32.1; at the 80-register cap 31.5 against 30.7);
-//   colour prefetches 8 rows on (53.3 against 51.4) or none (51.9); six rows ahead for colour (56.2
-//   against 54.4, before the cap);
+// - an L2 prefetch for gray walks of 8 pixels (32.6 us against 32.1; at the 80-register cap 31.5
+//   against 30.7); colour prefetches 8 rows on (53.3 against 51.4) or none (51.9); six rows ahead
+//   for colour (56.2 against 54.4, before the cap);
 // - 32 rows per thread (31.8 / 56.9 us before the cap, 35.0 gray with it: fewer, longer walks);
 // - cvt.rni.sat.u8 for the rounding and the saturation (one instruction for two, but a second one
 //   per pixel on the quarter-rate pipe of sqrt.approx): 31.2 / 52.5 against 30.8 / 51.5;
 // - the gray sum by dp2a straight from the row's words, without the byte permutes that gather an RGB
 //   pixel first: 30.7 / 50.9 against 30.8 / 51.5, within noise for the code it adds.
-// Measured on an NVIDIA H200 (device run of 2026-11-25, klab tune, then klab-bench, L2 flushed, tuned
-// blocks, medians of 5): 8K gray 30.7 us (1.73x its copy floor of 17.7 us), 8K RGB AoS 51.5 us
-// (1.60x), against 31.9 / 54.2 us without the register cap (98 and 96 registers, 16 and 20 warps per
-// SM; four gray rows in flight). Nsight Compute (clocks locked), 8K gray: 19.8 M warp instructions,
-// issue slots 69% busy, 80 registers, achieved occupancy 32%; 8K RGB: 31.6 M warp instructions,
-// issue slots 65% busy, occupancy 33%, DRAM 41% of peak: both walks are now issue-bound, and what
-// would close the 1.5x target is fewer instructions per pixel (19 gray, 30.5 colour).
+// Measured on an NVIDIA H200 before the strips of 16 gray pixels and the edge walk (device run of
+// 2026-11-25, klab tune, then klab-bench, L2 flushed, tuned blocks, medians of 5): 8K gray 30.7 us
+// (1.73x its copy floor of 17.7 us), 8K RGB AoS 51.5 us (1.60x), against 31.9 / 54.2 us without
+// the register cap (98 and 96 registers, 16 and 20 warps per SM; four gray rows in flight).
+// Nsight Compute (clocks locked), 8K gray: 19.8 M warp instructions, issue slots 69% busy, 80
+// registers, achieved occupancy 32%; 8K RGB: 31.6 M warp instructions, issue slots 65% busy,
+// occupancy 33%, DRAM 41% of peak: both walks were issue-bound then.
 // The strip height is tuned (2026-11-25): a grid has one warp per 256 x rows pixels, and at 24 warps
 // per SM the fixed 16 rows of the runs above gave 8K images 2.56 waves of warps on the H200's 132
 // SMs, the last one half full. klab-bench on copies of this file with the height fixed (scripts/
 // gpu-experiment.sh, H200, tuned blocks, L2 flushed, medians of 5), 8K gray / RGB AoS: 16 rows 31.0 /
 // 51.7 us; 14 rows (2.93 waves) 30.2 / 50.0; 22 rows (1.87 waves) 30.0 / 50.0; 20 rows (2.05 waves)
 // 34.4 / 54.8. The tuner now picks the height with the block for each GPU and size class.
+// Measured on an NVIDIA H200 with the edge walk inlined (copies of this file, scripts/gpu-experiment.sh,
+// klab tune, then klab-bench, L2 flushed, medians of 5; 2026-11-25), against the edge walk in a
+// called function with byte loads: 8K gray 26.7 us (28.7; 1.49x the copy floor of the committed
+// run at 3ecc989, 17.9 us), 8K RGB AoS 48.0 us (50.7; 1.49x its 32.3 us), HD RGB AoS 13.6 us
+// (21.0). results/nvidia-h200/ has the committed run's figures.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -429,8 +436,9 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     // past the row's end: their selects and byte stores need registers too, and where they ran out,
     // ptxas also spilled in the interior walks (the kernel's registers are allocated as a whole).
     constexpr int kAhead = Edge ? 1 : 2;
-    // Rows further ahead are only asked of L2 (colour rows, whose loads wait longest).
-    constexpr int kPrefetch = Channels == 1 ? 0 : 4;
+    // Rows further ahead are only asked of L2 (see the preamble: gray walks gain from it since they
+    // run 16 warps per SM).
+    constexpr int kPrefetch = 4;
     static_assert(Edge || kAhead == 2, "whole unrolled steps per strip of an even number of rows (kWalkRows)");
     Raw ahead[kAhead];
 #pragma unroll
