@@ -122,7 +122,8 @@ void store(const std::filesystem::path& results_dir, const std::vector<TuningRec
 // same GPU at the nearest resolution bucket (mask, channels and layout equal; the larger bucket on
 // a tie), the same compute capability (the same GPU model first, then the nearest size), else the
 // variant's default shape. Records tuned with another source of the variant are skipped, and so
-// are shapes the variant refuses for the problem (check_shape; the record's next shape is tried).
+// are shapes the variant refuses for the problem (check_shape, or parameters its tuning space does
+// not declare: parameter_mismatch; the record's next shape is tried).
 // Between records of several occupancy rules at one level, the faster shape wins.
 enum class LookupLevel { exact, nearest_size, same_compute_capability, variant_default };
 const char* to_string(LookupLevel level);

@@ -29,7 +29,9 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view
     const int wanted_rank = resolution_rank(wanted.resolution);
     const std::string key = gpu.key();
 
-    // A candidate answer: a record and the first of its top shapes the variant accepts.
+    const TuningSpace space = variant.tuning_space();
+    // A candidate answer: a record and the first of its top shapes the variant accepts (its
+    // check_shape, and parameters its tuning space declares: what prepare() will check).
     struct Choice {
         const TuningRecord* record = nullptr;
         const MeasuredCandidate* shape = nullptr;
@@ -52,7 +54,7 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view
             }
             const MeasuredCandidate* usable = nullptr;
             for (const MeasuredCandidate& m : r.top) {
-                if (variant.check_shape(problem, m.shape)) {
+                if (!parameter_mismatch(space, m.shape) && variant.check_shape(problem, m.shape)) {
                     usable = &m;
                     break;
                 }

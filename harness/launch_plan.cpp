@@ -146,25 +146,7 @@ void check_buffers(const std::string& who, const Problem& problem, const DeviceB
 }
 
 void check_parameters(const std::string& who, const TuningSpace& space, const LaunchShape& shape) {
-    std::string declared;
-    for (const TunableParameter& p : space.parameters) declared += (declared.empty() ? "" : ", ") + p.name;
-    if (declared.empty()) declared = "none";
-    if (shape.parameters.size() != space.parameters.size()) {
-        throw Error(fmt::format("{}: launch shape {} gives {} parameters", who, to_string(shape), shape.parameters.size()),
-                    fmt::format("exactly the declared parameters: {}", declared));
-    }
-    for (std::size_t i = 0; i < space.parameters.size(); ++i) {
-        const TunableParameter& p = space.parameters[i];
-        const auto& [key, value] = shape.parameters[i];
-        if (key != p.name) {
-            throw Error(fmt::format("{}: launch shape {} names parameter {}", who, to_string(shape), key),
-                        fmt::format("the declared parameters in order: {}", declared));
-        }
-        if (std::find(p.values.begin(), p.values.end(), value) == p.values.end()) {
-            throw Error(fmt::format("{}: launch shape {} sets {}={}", who, to_string(shape), key, value),
-                        fmt::format("{} from {{{}}} ({})", key, fmt::join(p.values, ", "), p.meaning));
-        }
-    }
+    if (const auto mismatch = parameter_mismatch(space, shape)) throw Error(fmt::format("{}: {}", who, mismatch->problem), mismatch->allowed);
 }
 
 void check_kernel(const std::string& who, const KernelLaunch& k, const DeviceLimits& limits) {

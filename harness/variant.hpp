@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -133,6 +134,16 @@ struct TuningSpace {
 
 // The standard block sides: x a power of two from 4 to 1024, y from 1 to 256.
 TuningSpace block_tuning_space(LaunchShape default_shape = {});
+
+// Why a launch shape's parameters do not fit a tuning space, as an Error's two parts (what is wrong,
+// what is allowed); none when the shape sets exactly the declared parameters, by name in declaration
+// order, each to one of its listed values. prepare() refuses such a shape, and the tuning cache's
+// lookup passes over it (a record whose shapes name parameters the variant no longer declares).
+struct ParameterMismatch {
+    std::string problem;
+    std::string allowed;
+};
+std::optional<ParameterMismatch> parameter_mismatch(const TuningSpace& space, const LaunchShape& shape);
 
 // ---------------------------------------------------------------------------------------------
 // One kernel launch of a plan: what the occupancy API needs (kernel pointer, block, dynamic

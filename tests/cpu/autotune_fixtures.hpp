@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autotune/gpu_model.hpp"
@@ -63,9 +64,10 @@ inline Problem hd_problem(int channels = 3) {
     return convolve_problem({1920, 1080, channels, Layout::aos}, masks::gaussian(3), Border{BorderMode::replicate, 0});
 }
 
-inline MeasuredCandidate measured(int x, int y, double median_us, double occupancy_fraction = 1.0) {
+inline MeasuredCandidate measured(int x, int y, double median_us, double occupancy_fraction = 1.0,
+                                  std::vector<std::pair<std::string, int>> parameters = {}) {
     MeasuredCandidate m;
-    m.shape = LaunchShape{x, y, {}};
+    m.shape = LaunchShape{x, y, std::move(parameters)};
     m.us = {median_us * 0.99, median_us, median_us * 1.02};
     m.samples = 10;
     m.occupancy.fraction = occupancy_fraction;
@@ -84,25 +86,28 @@ inline Problem op_problem(Operation op, ImageShape shape) {
 inline GpuIdentity h200(int driver = 13000) { return {"NVIDIA H200", 9, 0, 132, driver, 13000}; }
 inline GpuIdentity h100() { return {"NVIDIA H100 80GB HBM3", 9, 0, 132, 13000, 13000}; }
 
+// A record of `variant` for `problem_class` whose best shape is x by y; its shapes set SpaceVariant's
+// parameter (outputs=1), so that a variant made from SpaceVariant can launch them.
 inline TuningRecord record(const GpuIdentity& gpu, const std::string& variant, const std::string& problem_class, int x, int y,
-                    const std::string& hash = "hash") {
+                           const std::string& hash = "hash") {
+    const std::vector<std::pair<std::string, int>> outputs = {{"outputs", 1}};
     TuningRecord r;
     r.gpu = gpu;
     r.variant = variant;
     r.source_hash = hash;
     r.problem_class = parse_problem_class(problem_class);
     r.problem = "convolve ...";
-    MeasuredCandidate best = measured(x, y, 10.0);
+    MeasuredCandidate best = measured(x, y, 10.0, 1.0, outputs);
     best.kernels = {{"k", resources(30, 16), 1024}};
     best.occupancy.blocks_per_sm = 8;
-    r.top = {best, measured(x, y * 2 <= 256 ? y * 2 : 1, 10.5)};
+    r.top = {best, measured(x, y * 2 <= 256 ? y * 2 : 1, 10.5, 1.0, outputs)};
     r.best_relaxed = best;
     r.rule_cost = 0.0;
-    r.default_shape = measured(32, 8, 12.0);
+    r.default_shape = measured(32, 8, 12.0, 1.0, outputs);
     r.kernels_seen = {{"k", resources(30, 16), 0}, {"k2", resources(40), 0}};
     r.candidates_measured = 30;
     r.candidates_excluded = 51;
-    r.invalid.push_back({LaunchShape{8, 8, {}}, "differs from the CPU reference"});
+    r.invalid.push_back({LaunchShape{8, 8, outputs}, "differs from the CPU reference"});
     r.tuned_at = "2026-11-21T22:00:00Z";
     r.klab_version = "abc";
     return r;

@@ -132,7 +132,7 @@ TEST_F(Cache, MergesReplacingOnlyTheSameGpuVariantAndClass) {
     for (const TuningRecord& r : cache.records()) {
         if (r.variant == "conv.global" && to_string(r.problem_class) == "HD/3x3/c3/aos" && r.gpu.driver_version == 13000 &&
             r.requested_min_occupancy == 1.0) {
-            EXPECT_EQ(to_string(r.top.front().shape), "128x2");
+            EXPECT_EQ(to_string(r.top.front().shape), "128x2 outputs=1");
             ++replaced;
         }
     }

@@ -39,14 +39,14 @@ TEST(Lookup, ExactThenNearestSizeThenSameComputeCapabilityThenDefault) {
         EXPECT_EQ(to_string(l.shape), shape) << to_string(p) << ": " << l.explanation;
         return l;
     };
-    const Lookup exact = check(problem(1920, 1080, 3), h200(), LookupLevel::exact, "64x4");
+    const Lookup exact = check(problem(1920, 1080, 3), h200(), LookupLevel::exact, "64x4 outputs=1");
     EXPECT_NE(exact.explanation.find("exact problem class on this GPU"), std::string::npos) << exact.explanation;
     ASSERT_NE(exact.record, nullptr);
-    check(problem(1280, 720, 3), h200(), LookupLevel::nearest_size, "64x4");      // 720p: HD is nearest
-    check(problem(3840, 2160, 3), h200(), LookupLevel::nearest_size, "128x2");    // 4K: HD and 8K tie, larger wins
-    check(problem(7000, 4000, 3), h200(), LookupLevel::exact, "128x2");           // in the 8K bucket
-    check(problem(1280, 720, 5), h200(), LookupLevel::same_compute_capability, "16x16");  // only the H100 has 5x5
-    check(problem(1920, 1080, 3), h200(14000), LookupLevel::same_compute_capability, "64x4");  // another driver
+    check(problem(1280, 720, 3), h200(), LookupLevel::nearest_size, "64x4 outputs=1");      // 720p: HD is nearest
+    check(problem(3840, 2160, 3), h200(), LookupLevel::nearest_size, "128x2 outputs=1");    // 4K: HD and 8K tie, larger wins
+    check(problem(7000, 4000, 3), h200(), LookupLevel::exact, "128x2 outputs=1");           // in the 8K bucket
+    check(problem(1280, 720, 5), h200(), LookupLevel::same_compute_capability, "16x16 outputs=1");  // only the H100 has 5x5
+    check(problem(1920, 1080, 3), h200(14000), LookupLevel::same_compute_capability, "64x4 outputs=1");  // another driver
     GpuIdentity ada{"NVIDIA L4", 8, 9, 58, 13000, 13000};
     check(problem(1920, 1080, 3), ada, LookupLevel::variant_default, "32x8 outputs=1");
     const Lookup stale = check(problem(1920, 1080, 7), h200(), LookupLevel::variant_default, "32x8 outputs=1");
@@ -65,13 +65,13 @@ TEST(Lookup, AtTheComputeCapabilityLevelTheSameModelComesFirst) {
     const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
     const Lookup l = lookup(cache, v, "hash", p, h200(14000));
     EXPECT_EQ(l.level, LookupLevel::same_compute_capability);
-    EXPECT_EQ(to_string(l.shape), "16x16") << l.explanation;
+    EXPECT_EQ(to_string(l.shape), "16x16 outputs=1") << l.explanation;
 }
 
 TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
     TuningCache cache;
     TuningRecord r = record(h200(), "conv.test", "HD/3x3/c3/aos", 4, 64);  // refused: narrower than 8
-    r.top[1].shape = LaunchShape{8, 32, {}};
+    r.top[1].shape = LaunchShape{8, 32, {{"outputs", 1}}};
     cache.merge(r);
     TuningRecord stale = record(h200(), "conv.test", "HD/3x3/c3/aos", 32, 4, "old-hash");
     stale.requested_min_occupancy = 0.5;  // kept beside the first (another rule)
@@ -81,10 +81,35 @@ TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
     const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
     const Lookup l = lookup(cache, v, "hash", p, h200());
     EXPECT_EQ(l.level, LookupLevel::exact);
-    EXPECT_EQ(to_string(l.shape), "8x32") << l.explanation;
+    EXPECT_EQ(to_string(l.shape), "8x32 outputs=1") << l.explanation;
     EXPECT_NE(l.explanation.find("minimum occupancy 100%"), std::string::npos) << l.explanation;
     // The stale record of this class is named, and only it.
     EXPECT_NE(l.explanation.find("1 record(s) of this class were tuned with another source"), std::string::npos) << l.explanation;
+}
+
+// A record written before the variant's tuning space changed (a parameter added, renamed or its
+// values narrowed) may hold shapes that prepare() would refuse: the lookup passes over them as over
+// shapes check_shape refuses, to the record's next shape, else to the next level.
+TEST(Lookup, ShapesWhoseParametersTheSpaceDoesNotDeclareArePassedOver) {
+    TuningCache cache;
+    TuningRecord hd = record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4);
+    hd.top[0].shape = LaunchShape{64, 4, {{"rows", 1}}};     // a parameter the space does not declare
+    hd.top[1].shape = LaunchShape{64, 8, {{"outputs", 2}}};  // usable
+    cache.merge(hd);
+    TuningRecord k8 = record(h200(), "conv.test", "8K/3x3/c3/aos", 128, 2);
+    k8.top[0].shape = LaunchShape{128, 2, {}};                // no parameter at all
+    k8.top[1].shape = LaunchShape{128, 4, {{"outputs", 3}}};  // a value the space does not list
+    cache.merge(k8);
+    const LookupVariant v;
+    const auto shape_for = [&](int w, int h) {
+        const Problem p = convolve_problem({w, h, 3, Layout::aos}, masks::gaussian(3), Border{});
+        const Lookup l = lookup(cache, v, "hash", p, h200());
+        EXPECT_FALSE(parameter_mismatch(v.tuning_space(), l.shape)) << l.explanation;
+        return to_string(l.shape) + " from " + to_string(l.level);
+    };
+    EXPECT_EQ(shape_for(1920, 1080), "64x8 outputs=2 from exact problem class on this GPU");
+    // No usable shape in the 8K record: the nearest size with one (HD) instead.
+    EXPECT_EQ(shape_for(7680, 4320), "64x8 outputs=2 from same GPU, nearest size");
 }
 
 class SobelLookupVariant : public SpaceVariant {
@@ -107,9 +132,9 @@ TEST(Lookup, SobelAndIntegralRecordsFollowTheSameLadder) {
         EXPECT_EQ(l.level, level) << l.explanation;
         EXPECT_EQ(to_string(l.shape), expected) << l.explanation;
     };
-    check({7680, 4320, 1, Layout::aos}, LookupLevel::exact, "128x2");
-    check({3840, 2160, 1, Layout::aos}, LookupLevel::nearest_size, "128x2");  // 4K: the gray records are 8K only
-    check({1920, 1080, 3, Layout::aos}, LookupLevel::exact, "64x4");
+    check({7680, 4320, 1, Layout::aos}, LookupLevel::exact, "128x2 outputs=1");
+    check({3840, 2160, 1, Layout::aos}, LookupLevel::nearest_size, "128x2 outputs=1");  // 4K: the gray records are 8K only
+    check({1920, 1080, 3, Layout::aos}, LookupLevel::exact, "64x4 outputs=1");
     check({1920, 1080, 1, Layout::soa}, LookupLevel::variant_default, "32x8 outputs=1");  // no gray SoA record
 }
 
