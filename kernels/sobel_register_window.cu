@@ -36,11 +36,12 @@
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
 // rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
 // strip. A warp whose 32 P pixels reach past the row's end (the last of a row whose width is no
-// multiple of 32 P) walks its strips with the same word loads: the lane that holds the row's last
-// pixel loads its whole strip (the pitch holds it), lanes wholly past the end load the row's first
-// strip, every column from the row's end on takes the value of column `width` under the border rule
-// (lane 31's halo pixel, shuffled to the others), and the lane that holds the row's last pixel
-// stores its outputs inside the row byte by byte. Rows not aligned for the word loads and stores (an
+// multiple of 32 P) walks its strips with the same word loads, but reads no byte past the row's
+// end: the lane that holds the row's last pixel reads its words inside the row one by one and the
+// word that holds the row's end byte by byte, lanes wholly past the end read nothing, every column
+// from the row's end on takes the value of column `width` under the border rule (lane 31's halo
+// pixel, shuffled to the others), and the lane that holds the row's last pixel stores its outputs
+// inside the row byte by byte. Rows not aligned for the word loads and stores (an
 // odd pitch) take pixelwise_strip: each output pixel from its nine gray values, the border rule for
 // every sample. The warps that reach past the row's end took pixelwise_strip too until 2026-11-25,
 // and a 1920-pixel row's last warp took longer than the rest of the grid: HD RGB AoS ran 78.9 us by
@@ -517,16 +518,13 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
     if (y_begin >= height) return;  // the whole warp (its lanes share threadIdx.y)
     const int y_end = min(y_begin + walk_rows, height);
     // The window needs input rows aligned for the vector loads and output rows for the P-byte
-    // stores, and a row's pitch that holds its last strip whole (the lane that holds the row's last
-    // pixel loads all P pixels of its strip), the same for every warp. A warp whose 32 P pixels reach
-    // past the row's end walks like the others, all its lanes kept for the shuffles (window_strip's
-    // Edge); a warp wholly past the end has nothing to do.
+    // stores, the same for every warp. A warp whose 32 P pixels reach past the row's end walks like
+    // the others, all its lanes kept for the shuffles (window_strip's Edge); a warp wholly past the
+    // end has nothing to do.
     const int warp_begin = x0 - lane * P;
     if (warp_begin >= in.shape.width) return;
     const bool edge = warp_begin + kWarp * P > in.shape.width;
-    const std::size_t last_strip_end = static_cast<std::size_t>((in.shape.width + P - 1) / P) * R::kBytes;
     const bool windowed = (reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % R::kAlign == 0 &&
-                          in.pitch_bytes >= last_strip_end &&
                           (reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % P == 0;
     if (!windowed) {
         if (x0 < in.shape.width) pixelwise_strip<Channels, Soa, P>(in, out, border, x0, y_begin, y_end);
