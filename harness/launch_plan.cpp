@@ -1,14 +1,12 @@
 // prepare(), launch() and run() of harness/variant.hpp: every check before a launch (the buffers
 // against the problem, the shape's parameters, each kernel against the device's limits), then the
 // launch of the plan.
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "harness/cuda_check.hpp"
 #include "harness/error.hpp"
@@ -146,7 +144,9 @@ void check_buffers(const std::string& who, const Problem& problem, const DeviceB
 }
 
 void check_parameters(const std::string& who, const TuningSpace& space, const LaunchShape& shape) {
-    if (const auto mismatch = parameter_mismatch(space, shape)) throw Error(fmt::format("{}: {}", who, mismatch->problem), mismatch->allowed);
+    if (const auto mismatch = parameter_mismatch(space, shape)) {
+        throw Error(fmt::format("{}: {}", who, mismatch->problem), mismatch->allowed);
+    }
 }
 
 void check_kernel(const std::string& who, const KernelLaunch& k, const DeviceLimits& limits) {
