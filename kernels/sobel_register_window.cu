@@ -2,7 +2,7 @@
 //
 // Technique: each thread owns a strip of P consecutive pixels of a row (P = 8 colour, 16 gray; see
 // below) and walks down (or up: strips alternate, so that two strips read the rows they share at
-// the same time, the second from L2) a tuned number of rows of it (8 to 32), holding the 3x3
+// the same time, the second from L2) a tuned number of rows of it (4 to 32), holding the 3x3
 // window of its strip in registers: no shared memory, no barrier. A row of the strip is one word
 // load per plane (16 bytes gray, 24 bytes RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two
 // rows ahead of the row being computed; interior walks also ask L2 for the row four further on (a
@@ -90,6 +90,10 @@
 // gpu-experiment.sh, H200, tuned blocks, L2 flushed, medians of 5), 8K gray / RGB AoS: 16 rows 31.0 /
 // 51.7 us; 14 rows (2.93 waves) 30.2 / 50.0; 22 rows (1.87 waves) 30.0 / 50.0; 20 rows (2.05 waves)
 // 34.4 / 54.8. The tuner now picks the height with the block for each GPU and size class.
+// Strips of 4 and 6 rows (2026-11-25): an HD grid has too few warps of 8 or more rows to fill the
+// H200 evenly. Copies of this file with them among the heights (scripts/gpu-experiment.sh, klab tune
+// on the HD classes, then klab-bench, L2 flushed, medians of 5): HD gray 9.8 -> 8.1 us, HD RGB AoS
+// 13.7 -> 10.4 us (sobel.fused 13.3); 8K gray and RGB unchanged (their tuned heights stay above 8).
 // Measured on an NVIDIA H200 with the edge walk inlined (copies of this file, scripts/gpu-experiment.sh,
 // klab tune, then klab-bench, L2 flushed, medians of 5; 2026-11-25), against the edge walk in a
 // called function with byte loads: 8K gray 26.7 us (28.7; 1.49x the copy floor of the committed
@@ -109,7 +113,7 @@ namespace {
 
 // Output rows per thread (tuned, even: the walk's loop is unrolled by two rows). The strip height
 // sets how many warps a grid has, and so how evenly its last wave fills the GPU.
-constexpr std::array<int, 9> kWalkRows = {8, 12, 14, 16, 20, 22, 24, 28, 32};
+constexpr std::array<int, 11> kWalkRows = {4, 6, 8, 12, 14, 16, 20, 22, 24, 28, 32};
 constexpr int kDefaultWalkRows = 16;
 constexpr int kWarp = 32;
 constexpr int kMaxBlockThreads = 512;
@@ -546,9 +550,10 @@ __global__ void __launch_bounds__(kMaxBlockThreads) __maxnreg__((kRegisterCap<Ch
 
 using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, int);
 
-// Pixels per thread: 16 for gray input, unless that leaves more lanes idle in the warps that reach
-// past a row's end than 8 does (1920 or 3840 pixels: 8); colour strips take 8 (two rows of 48 bytes
-// in flight would not fit the registers).
+// Pixels per thread: 16 for gray input, unless the warp that reaches past a row's end (it walks the
+// edge form) would then hold more of the row's pixels than with 8: a row of width % 512 >= 256
+// pixels (1920 or 3840 pixels: 8); colour strips take 8 (two rows of 48 bytes in flight would not
+// fit the registers).
 int strip_pixels(const ImageShape& shape) {
     if (shape.channels != 1) return 8;
     return shape.width % (kWarp * 16) <= shape.width % (kWarp * 8) ? 16 : 8;
@@ -570,7 +575,7 @@ public:
     std::string name() const override { return "sobel.register_window"; }
     Operation op() const override { return Operation::sobel; }
     std::string technique() const override {
-        return "one kernel: 8 pixels (gray: 16) x 8 to 32 rows (tuned) per thread, the 3x3 window in registers, word loads, "
+        return "one kernel: 8 pixels (gray: 16) x 4 to 32 rows (tuned) per thread, the 3x3 window in registers, word loads, "
                "halo by warp shuffle";
     }
     Support supports(const Problem&) const override { return Support::yes(); }
