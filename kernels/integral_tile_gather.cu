@@ -48,6 +48,13 @@
 // rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average
 // (15 us at most), and the tiles finish between 42 and 85 us: the output's 265 MB alone take 67 us
 // when a kernel only writes them in this tile pattern (3.96 TB/s).
+// Tried and dropped (copies of this file on the H200, scripts/gpu-experiment.sh, klab-bench, L2
+// flushed, medians of 5; 2026-11-25), against 101.0 us for 8K gray u64 and 307.6 us for 8K RGB in
+// the same runs: more of the gather's loads in flight (16 or 32 at a time, against 8; tuned): 102.0
+// and 104.1 us gray, 308.1 and 322.2 us RGB, so a faster gather does not bring the writes forward;
+// fewer gather blocks per SM (dynamic shared memory padded to 60, 80 or 120 KB: 3, 2 or 1 blocks of
+// 32x8, so that the tiles come in waves and an SM that finishes early takes another): 108.1, 101.6
+// and 112.9 us gray, so the tiles' uneven finishing times are not what a second wave can even out.
 #include <cstddef>
 #include <cstdint>
 
