@@ -406,9 +406,15 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
     std::iota(order.begin(), order.end(), 0);
     if (measured.empty()) return order;
     const auto by_median = [&](std::size_t a, std::size_t b) { return measured[a].us.median < measured[b].us.median; };
-    const double fastest = measured[*std::min_element(order.begin(), order.end(), by_median)].us.median;
-    const double window = std::max(fastest * tie_tolerance, tie_floor_us);
-    const auto tied = [&](std::size_t i) { return measured[i].us.median <= fastest + window; };
+    const Quartiles& best = measured[*std::min_element(order.begin(), order.end(), by_median)].us;
+    // Within the tolerance: a tie. Beyond it, up to the timer's floor: a tie only where the samples
+    // do not tell the two apart (the interquartile ranges overlap), so that thousands of samples
+    // whose quartiles lie apart are not overruled by the tie-break.
+    const auto tied = [&](std::size_t i) {
+        const Quartiles& q = measured[i].us;
+        const double gap = q.median - best.median;
+        return gap <= best.median * tie_tolerance || (gap <= tie_floor_us && q.q1 <= best.q3);
+    };
     // The tie-break key: not the default shape, threads, block width, then enumeration order.
     const auto tie_key = [&](std::size_t i) {
         const LaunchShape& s = measured[i].shape;

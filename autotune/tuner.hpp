@@ -13,10 +13,11 @@
 // minimum occupancy) are measured again in interleaved rounds, so that clock drift during the
 // pass cannot decide their order.
 //
-// Ranking: candidates whose medians lie within `tie_tolerance` (1%) of the fastest — and never
-// closer than twice the CUDA event resolution — are ties, ordered deterministically: the
-// variant's default shape first, then fewer threads, then a narrower block, then enumeration
-// order. The rest follow by median. Candidates between relaxed_min_occupancy (50%) and
+// Ranking: candidates whose medians lie within `tie_tolerance` (1%) of the fastest are ties, and
+// so are those within twice the CUDA events' documented resolution (1 us) whose interquartile
+// range overlaps the fastest's (a gap the samples do not resolve); ties are ordered
+// deterministically: the variant's default shape first, then fewer threads, then a narrower
+// block, then enumeration order. The rest follow by median. Candidates between relaxed_min_occupancy (50%) and
 // min_occupancy (100%) are measured too, so that the record can say what the rule costs.
 #include <functional>
 #include <memory>
@@ -80,8 +81,9 @@ public:
 };
 
 // The ranking above, on measured candidates; returns indices into `measured`, best first.
-// Ties: medians within max(tie_tolerance x the fastest, tie_floor_us) of the fastest, the floor
-// being twice the CUDA event resolution. `default_shape` is the variant's default for the problem.
+// Ties: medians within tie_tolerance x the fastest of the fastest, or within tie_floor_us (twice
+// the CUDA event resolution) with the first quartile at or below the fastest's third.
+// `default_shape` is the variant's default for the problem.
 std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& measured, const LaunchShape& default_shape,
                                          double tie_tolerance, double tie_floor_us = 2.0 * kEventResolutionUs);
 
