@@ -17,8 +17,9 @@
 // so are those within twice the CUDA events' documented resolution (1 us) whose interquartile
 // range overlaps the fastest's (a gap the samples do not resolve); ties are ordered
 // deterministically: the variant's default shape first, then fewer threads, then a narrower
-// block, then enumeration order. The rest follow by median. Candidates between relaxed_min_occupancy (50%) and
-// min_occupancy (100%) are measured too, so that the record can say what the rule costs.
+// block, then enumeration order. The rest follow by median. Candidates between
+// relaxed_min_occupancy (50%) and min_occupancy (100%) are measured too, so that the record can
+// say what the rule costs.
 #include <functional>
 #include <memory>
 #include <string>
