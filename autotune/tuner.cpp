@@ -406,11 +406,20 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
     std::iota(order.begin(), order.end(), 0);
     if (measured.empty()) return order;
     const auto by_median = [&](std::size_t a, std::size_t b) { return measured[a].us.median < measured[b].us.median; };
-    const Quartiles& best = measured[*std::min_element(order.begin(), order.end(), by_median)].us;
+    // Figures of one pass decide: where finalists were re-measured, they come first (the others
+    // were slower in the first pass), and the fastest of them sets the ties.
+    const bool any_remeasured = std::any_of(measured.begin(), measured.end(), [](const MeasuredCandidate& m) { return m.remeasured; });
+    const auto deciding = [&](std::size_t i) { return !any_remeasured || measured[i].remeasured; };
+    std::size_t fastest = order.size();
+    for (std::size_t i : order) {
+        if (deciding(i) && (fastest == order.size() || by_median(i, fastest))) fastest = i;
+    }
+    const Quartiles& best = measured[fastest].us;
     // Within the tolerance: a tie. Beyond it, up to the timer's floor: a tie only where the samples
     // do not tell the two apart (the interquartile ranges overlap), so that thousands of samples
     // whose quartiles lie apart are not overruled by the tie-break.
     const auto tied = [&](std::size_t i) {
+        if (!deciding(i)) return false;
         const Quartiles& q = measured[i].us;
         const double gap = q.median - best.median;
         return gap <= best.median * tie_tolerance || (gap <= tie_floor_us && q.q1 <= best.q3);
@@ -421,6 +430,7 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
         return std::make_tuple(!same_shape(s, default_shape), s.block_x * s.block_y, s.block_x, i);
     };
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (deciding(a) != deciding(b)) return deciding(a);
         const bool ta = tied(a);
         const bool tb = tied(b);
         if (ta != tb) return ta;

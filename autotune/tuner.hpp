@@ -17,7 +17,9 @@
 // so are those within twice the CUDA events' documented resolution (1 us) whose interquartile
 // range overlaps the fastest's (a gap the samples do not resolve); ties are ordered
 // deterministically: the variant's default shape first, then fewer threads, then a narrower
-// block, then enumeration order. The rest follow by median. Candidates between
+// block, then enumeration order. The rest follow by median. Where finalists were re-measured,
+// they are ranked (and the ties found) among themselves first, by the second pass's figures, and
+// the others follow by their first-pass medians. Candidates between
 // relaxed_min_occupancy (50%) and min_occupancy (100%) are measured too, so that the record can
 // say what the rule costs.
 #include <functional>
@@ -83,8 +85,9 @@ public:
 
 // The ranking above, on measured candidates; returns indices into `measured`, best first.
 // Ties: medians within tie_tolerance x the fastest of the fastest, or within tie_floor_us (twice
-// the CUDA event resolution) with the first quartile at or below the fastest's third.
-// `default_shape` is the variant's default for the problem.
+// the CUDA event resolution) with the first quartile at or below the fastest's third. Where any
+// candidate is `remeasured`, only those are ranked so (the fastest being the fastest of them) and
+// the rest follow by median. `default_shape` is the variant's default for the problem.
 std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& measured, const LaunchShape& default_shape,
                                          double tie_tolerance, double tie_floor_us = 2.0 * kEventResolutionUs);
 

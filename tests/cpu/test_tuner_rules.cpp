@@ -63,6 +63,21 @@ TEST(Ranking, AGapBeyondTheToleranceThatTheQuartilesResolveIsNoTie) {
     EXPECT_EQ(rank_candidates(m, default_shape, 0.01), (std::vector<std::size_t>{0, 1}));
 }
 
+// After the finalists' interleaved pass, the figures of that pass decide: a candidate left out of
+// it (slower in the first pass) follows them even where its first-pass median is lower, and never
+// ties with them.
+TEST(Ranking, ReMeasuredFinalistsComeBeforeCandidatesOfTheFirstPassOnly) {
+    std::vector<MeasuredCandidate> m = {measured(32, 2, 26.0), measured(64, 2, 26.8), measured(32, 4, 27.0), measured(64, 4, 26.9)};
+    m[1].remeasured = true;
+    m[2].remeasured = true;
+    // 64x2 (26.8) and 32x4 (27.0) are within 1%: a tie, the narrower block first. 32x2 and the
+    // default 64x4 were not re-measured: they follow by median, the default not first.
+    EXPECT_EQ(rank_candidates(m, LaunchShape{64, 4, {}}, 0.01), (std::vector<std::size_t>{2, 1, 0, 3}));
+    // Without a second pass, every candidate's figure counts.
+    for (MeasuredCandidate& c : m) c.remeasured = false;
+    EXPECT_EQ(rank_candidates(m, LaunchShape{64, 4, {}}, 0.01), (std::vector<std::size_t>{0, 1, 3, 2}));
+}
+
 TEST(RuleCost, IsTheFastestAtTheMinimumOverTheFastestOverall) {
     const std::vector<MeasuredCandidate> at_minimum = {measured(32, 8, 104.0), measured(64, 4, 110.0)};
     const std::vector<MeasuredCandidate> below = {measured(128, 4, 100.0, 0.75), measured(8, 8, 120.0, 0.5)};
