@@ -5,8 +5,8 @@
 // first, at least `min_samples` samples and about `budget_seconds` per measurement, stopping
 // early once the quartiles agree within `target_spread`.
 //
-// CUDA events resolve about 0.5 us (CUDA programming guide; the H200's samples come in steps of
-// 32 ns): for kernels of a few tens of microseconds, differences near 1% may be at the timer's
+// CUDA events resolve about 0.5 us (CUDA programming guide; the medians in the H200's tuning
+// records are multiples of 32 ns): for kernels of a few tens of microseconds, differences near 1% may be at the timer's
 // resolution, which the tuner's tie rule takes into account where the samples' quartiles overlap
 // (tuner.hpp).
 #include <cstddef>

@@ -84,7 +84,7 @@ public:
 };
 
 // The ranking above, on measured candidates; returns indices into `measured`, best first.
-// Ties: medians within tie_tolerance x the fastest of the fastest, or within tie_floor_us (twice
+// Ties: medians at most tie_tolerance x the fastest above it, or at most tie_floor_us (twice
 // the CUDA event resolution) with the first quartile at or below the fastest's third. Where any
 // candidate is `remeasured`, only those are ranked so (the fastest being the fastest of them) and
 // the rest follow by median. `default_shape` is the variant's default for the problem.
@@ -100,8 +100,9 @@ inline constexpr double kAnyOccupancy = 1e-6;
 double applied_min_occupancy(const SearchSpace& space, double requested);
 
 // What the minimum costs: the fastest median at the minimum over the fastest overall (those
-// below it included), minus 1, so >= 0. nullopt without a candidate at the minimum or when the
-// relaxed set is not wider than the minimum (--min-occupancy at or below the relaxed one).
+// below it included), minus 1, so >= 0; where finalists were re-measured, among those only (one
+// pass's figures). nullopt without a candidate at the minimum or when the relaxed set is not wider
+// than the minimum (--min-occupancy at or below the relaxed one).
 std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
                                 bool relaxed_is_wider);
 

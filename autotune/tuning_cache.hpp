@@ -77,8 +77,9 @@ struct TuningRecord {
     std::vector<MeasuredCandidate> top;  // fastest first (ties broken as the tuner says), at most 3
     double relaxed_min_occupancy = 0.5;
     std::optional<MeasuredCandidate> best_relaxed;  // fastest at relaxed_min_occupancy or more
-    // What requiring min_occupancy costs: top[0]'s median over best_relaxed's, minus 1 (>= 0; 0.039
-    // means the best shape at min_occupancy is 3.9% slower than the best at relaxed_min_occupancy).
+    // What requiring min_occupancy costs: the fastest median at min_occupancy over best_relaxed's,
+    // minus 1 (>= 0; 0.039 means the best shape at min_occupancy is 3.9% slower than the best at
+    // relaxed_min_occupancy).
     std::optional<double> rule_cost;
     std::optional<MeasuredCandidate> default_shape;  // the variant's default shape, measured alike (its
                                                      // re-measured figures when it was a finalist)

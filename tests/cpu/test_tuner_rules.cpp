@@ -85,6 +85,11 @@ TEST(RuleCost, IsTheFastestAtTheMinimumOverTheFastestOverall) {
     // Nothing faster below the minimum: it costs nothing, whatever the tie-break picked.
     EXPECT_EQ(*rule_cost(at_minimum, {measured(8, 8, 120.0, 0.5)}, true), 0.0);
     EXPECT_EQ(*rule_cost(at_minimum, {}, true), 0.0);
+    // Where finalists were re-measured, only their figures count (one pass against another).
+    std::vector<MeasuredCandidate> at_min = {measured(32, 8, 104.0), measured(64, 4, 101.0)};
+    std::vector<MeasuredCandidate> below_min = {measured(128, 4, 100.0, 0.75), measured(8, 8, 95.0, 0.5)};
+    at_min[0].remeasured = below_min[0].remeasured = true;
+    EXPECT_NEAR(*rule_cost(at_min, below_min, true), 0.04, 1e-12);
     // No wider set to compare with, or nothing at the minimum: no figure.
     EXPECT_FALSE(rule_cost(at_minimum, below, false));
     EXPECT_FALSE(rule_cost({}, below, true));
