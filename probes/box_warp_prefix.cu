@@ -1,0 +1,200 @@
+// Probe: a box 9x9 on 8K RGB AoS (replicate rows) by one warp per column span, no shared memory,
+// no barrier — how fast the design behind a future box variant can be before borders, sizes and
+// layouts are added. Not a variant: the columns within 16 bytes of a row's ends are not right
+// (the warps at a row's ends clamp their loads), and the box size is fixed at compile time.
+//
+// Design: a warp owns 512 consecutive bytes of a row (16 per lane) and writes the 480 in the middle
+// (lanes 1 to 30), walking down a strip of rows. Column sums V (9 rows) slide down in registers as
+// 16-bit pairs: one 16-byte load of the entering row and one of the leaving row per row. The row
+// sums come from a prefix P along each channel over the warp's 512 bytes: each lane's prefix of its
+// own 16 values (elements 3 apart), then the lanes' carries by one warp scan of the lanes'
+// per-channel totals (three 21-bit fields of a u64), then S(e) = P(e + 12) - P(e - 15), the far
+// values from the neighbouring lanes by shuffle, and the output byte round(S / 81) by a
+// multiply-high (kernels/box_sums.hpp's rounding).
+// Measured on an NVIDIA H200 by this probe's first version (2026-11-25; each run timed by CUDA events
+// after a 200 MB memset that flushes L2, the median of 20 after 5 warm-up runs): 95.0 us at 32-row
+// strips and 64 registers (101 at 64 rows, 112 at 128: fewer warps hide less latency; two rows
+// of loads in flight: 76 registers, 99 to 113 us), 1.88x the 50.7 us device-to-device copy of the
+// image, exact on every interior byte checked; conv.box_sliding_sums takes 123 us. Nsight
+// Compute (clocks locked): 50.7 M warp instructions (16.3 per output byte), issue slots 62% busy,
+// achieved occupancy 39% of the 50% the registers allow, DRAM 41% of peak.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "autotune/timing.hpp"
+#include "harness/cuda_check.hpp"
+#include "probes/probe_main.hpp"
+
+namespace {
+
+constexpr int kWidth = 7680, kHeight = 4320, kStride = 3, kRowBytes = kWidth * kStride;  // a multiple of 16
+constexpr int kRadius = 4, kCount = (2 * kRadius + 1) * (2 * kRadius + 1);
+constexpr int kLead = kRadius * kStride, kTrail = (kRadius + 1) * kStride;  // 12 and 15 bytes
+constexpr int kWarpOutput = 480;                                            // lanes 1 ... 30
+constexpr int kWarpsPerRow = kRowBytes / kWarpOutput;                       // 48
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ uint4 load16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
+__device__ __forceinline__ void slide(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
+    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
+        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
+    }
+}
+
+template <int RowsAhead>
+__global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
+                                                       std::size_t pitch, int strip_rows) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    if (y_begin >= kHeight) return;
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const int x = min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16);  // clamped at the ends
+    const int phase = lane % 3;  // the channel of the lane's first byte, counted from the span's first (16 = 1 mod 3)
+    const std::uint32_t half = (kCount - 1) / 2;
+    const auto inverse = static_cast<std::uint32_t>(((1ull << 32) + kCount - 1) / kCount);
+    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+
+    std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
+    for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide(v, load16(row(y)), make_uint4(0, 0, 0, 0));
+    uint4 enter[RowsAhead], leave[RowsAhead];  // the rows of the next RowsAhead output rows, in flight
+#pragma unroll
+    for (int k = 0; k < RowsAhead; ++k) enter[k] = load16(row(y_begin + k + kRadius)), leave[k] = load16(row(y_begin + k - kRadius - 1));
+
+    for (int y = y_begin; y < y_end; ++y) {
+        const uint4 e = enter[0], l = leave[0];
+#pragma unroll
+        for (int k = 0; k + 1 < RowsAhead; ++k) enter[k] = enter[k + 1], leave[k] = leave[k + 1];
+        enter[RowsAhead - 1] = load16(row(y + RowsAhead + kRadius));
+        leave[RowsAhead - 1] = load16(row(y + RowsAhead - kRadius - 1));
+        slide(v, e, l);
+
+        // The lane's prefix along each chain of elements 3 apart (chain c: elements k = c mod 3).
+        std::uint32_t p[16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const std::uint32_t value = (k & 1) ? v[k >> 1] >> 16 : v[k >> 1] & 0xffffu;
+            p[k] = k >= 3 ? p[k - 3] + value : value;
+        }
+        // The chains' totals by channel (chain c has channel (phase + c) mod 3), scanned across the
+        // warp as three 21-bit fields (a warp's 512 bytes sum to at most 171 * 9 * 255 < 2^21).
+        const unsigned long long chain0 = p[15], chain1 = p[13], chain2 = p[14];
+        const unsigned long long total = phase == 0   ? chain0 | chain1 << 21 | chain2 << 42
+                                         : phase == 1 ? chain2 | chain0 << 21 | chain1 << 42
+                                                      : chain1 | chain2 << 21 | chain0 << 42;
+        unsigned long long scan = total;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            const unsigned long long below = __shfl_up_sync(kFullMask, scan, d);
+            if (lane >= d) scan += below;
+        }
+        const unsigned long long before = scan - total;
+        const auto field = [&](int channel) { return static_cast<std::uint32_t>(before >> (21 * channel) & 0x1fffffu); };
+        const std::uint32_t carry[3] = {field(phase), field((phase + 1) % 3), field((phase + 2) % 3)};  // by chain
+#pragma unroll
+        for (int k = 0; k < 16; ++k) p[k] += carry[k % 3];
+
+        // S(k) = P(k + 12) - P(k - 15): from lane + 1 where k + 12 >= 16, from lane - 1 where k < 15.
+        std::uint32_t bytes[16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const int lead = k + kLead, trail = k - kTrail;
+            const std::uint32_t a = lead < 16 ? p[lead] : __shfl_down_sync(kFullMask, p[lead - 16], 1);
+            const std::uint32_t b = trail >= 0 ? p[trail] : __shfl_up_sync(kFullMask, p[trail + 16], 1);
+            bytes[k] = __umulhi(a - b + half, inverse);
+        }
+        std::uint32_t words[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            words[w] = __byte_perm(__byte_perm(bytes[4 * w], bytes[4 * w + 1], 0x0040u), __byte_perm(bytes[4 * w + 2], bytes[4 * w + 3], 0x0040u),
+                                   0x5410u);
+        }
+        if (lane >= 1 && lane <= 30) {
+            __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), make_uint4(words[0], words[1], words[2], words[3]));
+        }
+    }
+}
+
+// Interior bytes of a few rows that differ from a CPU box sum (replicated rows).
+long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, std::size_t pitch, long& checked) {
+    long differing = 0;
+    for (int y : {0, 1, 3, 4, 5, 31, 32, 33, 1000, 2047, 2048, 4315, 4319}) {
+        for (int e = 16; e < kRowBytes - 16; ++e) {
+            std::uint32_t sum = 0;
+            for (int dy = -kRadius; dy <= kRadius; ++dy) {
+                const std::size_t source_row = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * pitch;
+                for (int dx = -kRadius; dx <= kRadius; ++dx) sum += image[source_row + static_cast<std::size_t>(e + dx * kStride)];
+            }
+            ++checked;
+            if (result[static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(e)] != (sum + (kCount - 1) / 2) / kCount) ++differing;
+        }
+    }
+    return differing;
+}
+
+int run() {
+    using namespace klab;
+    const std::size_t pitch = kRowBytes, bytes = pitch * kHeight;
+    std::vector<std::uint8_t> image(bytes);
+    std::uint32_t state = 12345;
+    for (std::uint8_t& b : image) state = state * 1664525u + 1013904223u, b = static_cast<std::uint8_t>(state >> 24);
+    std::uint8_t *in = nullptr, *out = nullptr, *copy = nullptr;
+    KLAB_CUDA_CHECK(cudaMalloc(&in, bytes));
+    KLAB_CUDA_CHECK(cudaMalloc(&out, bytes));
+    KLAB_CUDA_CHECK(cudaMalloc(&copy, bytes));
+    KLAB_CUDA_CHECK(cudaMemcpy(in, image.data(), bytes, cudaMemcpyHostToDevice));
+
+    autotune::L2Flusher flusher;
+    autotune::TimingOptions options;
+    options.min_samples = 20;
+    const auto median_us = [&](const autotune::Work& work) { return autotune::measure(work, flusher, nullptr, options).us.median; };
+    const double copy_us = median_us([&](cudaStream_t s) { KLAB_CUDA_CHECK(cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, s)); });
+    std::printf("device-to-device copy of the %zu-byte image: %.1f us\n", bytes, copy_us);
+
+    for (int rows_ahead : {1, 2}) {
+        for (int strip_rows : {32, 64, 128}) {
+            for (int block : {64, 128, 256}) {
+                const int warps = kWarpsPerRow * ((kHeight + strip_rows - 1) / strip_rows);
+                const int grid = (warps * 32 + block - 1) / block;
+                const autotune::Work run = [&](cudaStream_t s) {
+                    if (rows_ahead == 1) {
+                        box_warp_prefix<1><<<grid, block, 0, s>>>(in, out, pitch, strip_rows);
+                    } else {
+                        box_warp_prefix<2><<<grid, block, 0, s>>>(in, out, pitch, strip_rows);
+                    }
+                    KLAB_CUDA_CHECK_LAUNCH(s);
+                };
+                KLAB_CUDA_CHECK(cudaMemset(out, 0, bytes));
+                run(nullptr);
+                KLAB_CUDA_CHECK(cudaDeviceSynchronize());
+                std::vector<std::uint8_t> result(bytes);
+                KLAB_CUDA_CHECK(cudaMemcpy(result.data(), out, bytes, cudaMemcpyDeviceToHost));
+                long checked = 0;
+                const long differing = differing_bytes(image, result, pitch, checked);
+                const double us = median_us(run);
+                cudaFuncAttributes attributes{};
+                KLAB_CUDA_CHECK(cudaFuncGetAttributes(
+                    &attributes, rows_ahead == 1 ? reinterpret_cast<const void*>(&box_warp_prefix<1>) : reinterpret_cast<const void*>(&box_warp_prefix<2>)));
+                std::printf("rows ahead %d, strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers); %ld of %ld interior bytes differ\n",
+                            rows_ahead, strip_rows, block, us, us / copy_us, attributes.numRegs, differing, checked);
+            }
+        }
+    }
+    KLAB_CUDA_CHECK(cudaFree(copy));
+    KLAB_CUDA_CHECK(cudaFree(out));
+    KLAB_CUDA_CHECK(cudaFree(in));
+    return 0;
+}
+
+}  // namespace
+
+int main() { return klab::probes::run_probe(&run); }
