@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -166,23 +165,18 @@ std::string mask_identity(const Mask& mask) {
     return fmt::format("{}x{}:{}", mask.width(), mask.height(), fmt::join(mask.coefficients(), ","));
 }
 
-// Whether any candidate of the lists was re-measured: then only figures of that second pass are
-// compared (the others were slower in the first pass).
-bool any_remeasured(std::initializer_list<const std::vector<MeasuredCandidate>*> lists) {
-    for (const auto* list : lists) {
-        for (const MeasuredCandidate& m : *list) {
-            if (m.remeasured) return true;
-        }
-    }
-    return false;
+// Whether any candidate of the list was re-measured in the finalists' interleaved pass.
+bool has_remeasured(const std::vector<MeasuredCandidate>& list) {
+    return std::any_of(list.begin(), list.end(), [](const MeasuredCandidate& m) { return m.remeasured; });
 }
 
-// The fastest candidate of `list` among those whose figures count (all, or the re-measured ones
-// where `remeasured_only`); nullptr when there is none.
-const MeasuredCandidate* fastest_of(const std::vector<MeasuredCandidate>& list, bool remeasured_only) {
+// The fastest of `list` by figures of one pass: among its re-measured candidates where it has any
+// (the others were slower in the first pass), else among all; nullptr for an empty list.
+const MeasuredCandidate* fastest_of(const std::vector<MeasuredCandidate>& list) {
+    const bool second_pass = has_remeasured(list);
     const MeasuredCandidate* fastest = nullptr;
     for (const MeasuredCandidate& m : list) {
-        if ((!remeasured_only || m.remeasured) && (fastest == nullptr || m.us.median < fastest->us.median)) fastest = &m;
+        if ((!second_pass || m.remeasured) && (fastest == nullptr || m.us.median < fastest->us.median)) fastest = &m;
     }
     return fastest;
 }
@@ -355,9 +349,8 @@ TuningRecord Tuner::tune(const Variant& variant, const ProblemClass& problem_cla
     const std::vector<std::size_t> order = rank_candidates(at_minimum, default_shape, options_.tie_tolerance);
     for (std::size_t i = 0; i < order.size() && i < 3; ++i) record.top.push_back(at_minimum[order[i]]);
     // The fastest at the relaxed minimum, by figures of one pass (as the ranking compares them).
-    const bool second_pass = any_remeasured({&at_minimum, &below_minimum});
-    const MeasuredCandidate* fastest = fastest_of(at_minimum, second_pass);
-    const MeasuredCandidate* fastest_below = fastest_of(below_minimum, second_pass);
+    const MeasuredCandidate* fastest = fastest_of(at_minimum);
+    const MeasuredCandidate* fastest_below = fastest_of(below_minimum);
     if (fastest_below != nullptr && fastest_below->us.median < fastest->us.median) fastest = fastest_below;
     record.best_relaxed = *fastest;
     record.rule_cost = rule_cost(at_minimum, below_minimum, relaxed < min_occupancy - 1e-9);
@@ -411,9 +404,8 @@ double applied_min_occupancy(const SearchSpace& space, double requested) {
 std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
                                 bool relaxed_is_wider) {
     if (at_minimum.empty() || !relaxed_is_wider) return std::nullopt;
-    const bool second_pass = any_remeasured({&at_minimum, &below_minimum});
-    const double best_at_minimum = fastest_of(at_minimum, second_pass)->us.median;
-    const MeasuredCandidate* below = fastest_of(below_minimum, second_pass);
+    const double best_at_minimum = fastest_of(at_minimum)->us.median;
+    const MeasuredCandidate* below = fastest_of(below_minimum);
     const double best_overall = below != nullptr ? std::min(below->us.median, best_at_minimum) : best_at_minimum;
     return best_at_minimum / best_overall - 1.0;
 }
@@ -426,9 +418,9 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
     const auto by_median = [&](std::size_t a, std::size_t b) { return measured[a].us.median < measured[b].us.median; };
     // Figures of one pass decide: where finalists were re-measured, they come first (the others
     // were slower in the first pass), and the fastest of them sets the ties.
-    const bool second_pass = any_remeasured({&measured});
+    const bool second_pass = has_remeasured(measured);
     const auto deciding = [&](std::size_t i) { return !second_pass || measured[i].remeasured; };
-    const Quartiles& best = fastest_of(measured, second_pass)->us;
+    const Quartiles& best = fastest_of(measured)->us;
     // Within the tolerance: a tie. Beyond it, up to the timer's floor: a tie only where the samples
     // do not tell the two apart (the interquartile ranges overlap), so that thousands of samples
     // whose quartiles lie apart are not overruled by the tie-break.

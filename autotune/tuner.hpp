@@ -100,8 +100,8 @@ inline constexpr double kAnyOccupancy = 1e-6;
 double applied_min_occupancy(const SearchSpace& space, double requested);
 
 // What the minimum costs: the fastest median at the minimum over the fastest overall (those
-// below it included), minus 1, so >= 0; where finalists were re-measured, among those only (one
-// pass's figures). nullopt without a candidate at the minimum or when the relaxed set is not wider
+// below it included), minus 1, so >= 0; in each list, among its re-measured finalists where it has
+// any (one pass's figures). nullopt without a candidate at the minimum or when the relaxed set is not wider
 // than the minimum (--min-occupancy at or below the relaxed one).
 std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
                                 bool relaxed_is_wider);

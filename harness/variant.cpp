@@ -107,19 +107,22 @@ TuningSpace block_tuning_space(LaunchShape default_shape) {
 }
 
 std::optional<ParameterMismatch> parameter_mismatch(const TuningSpace& space, const LaunchShape& shape) {
-    std::string declared;
-    for (const TunableParameter& p : space.parameters) declared += (declared.empty() ? "" : ", ") + p.name;
-    if (declared.empty()) declared = "none";
+    // The declared names, for the message (worked out only where there is one to give).
+    const auto declared = [&space] {
+        std::string names;
+        for (const TunableParameter& p : space.parameters) names += (names.empty() ? "" : ", ") + p.name;
+        return names.empty() ? std::string("none") : names;
+    };
     if (shape.parameters.size() != space.parameters.size()) {
         return ParameterMismatch{fmt::format("launch shape {} gives {} parameters", to_string(shape), shape.parameters.size()),
-                                 fmt::format("exactly the declared parameters: {}", declared)};
+                                 fmt::format("exactly the declared parameters: {}", declared())};
     }
     for (std::size_t i = 0; i < space.parameters.size(); ++i) {
         const TunableParameter& p = space.parameters[i];
         const auto& [key, value] = shape.parameters[i];
         if (key != p.name) {
             return ParameterMismatch{fmt::format("launch shape {} names parameter {}", to_string(shape), key),
-                                     fmt::format("the declared parameters in order: {}", declared)};
+                                     fmt::format("the declared parameters in order: {}", declared())};
         }
         if (std::find(p.values.begin(), p.values.end(), value) == p.values.end()) {
             return ParameterMismatch{fmt::format("launch shape {} sets {}={}", to_string(shape), key, value),
