@@ -26,7 +26,7 @@ TEST(OpsVariants, AreRegisteredForTheirOps) {
     for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
     }
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
     }
 }
@@ -49,7 +49,7 @@ TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
 }
 
 TEST(OpsVariants, BoxVariantsTakeFlatMasksOnlyAndSayWhy) {
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
+    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan"}) {
         SCOPED_TRACE(name);
         const Variant& variant = Registry::instance().get(name);
         const ImageShape image{64, 48, 3, Layout::aos};
@@ -252,9 +252,46 @@ TEST(OpsVariants, BoxRunningSumsSegmentsAndGrid) {
     EXPECT_EQ(variant.scratch_bytes(rgb9, walk64), 0u);
 }
 
+// conv.box_warp_scan: a warp's 512-byte span and the tile in its middle (the lanes whose bytes
+// lie at least rx + 1 pixels from its start and rx from its end), a warp per tile and strip, 2 KB
+// of shared memory per warp, a layer per SoA plane.
+TEST(OpsVariants, BoxWarpScanTilesAndGrid) {
+    const Variant& variant = Registry::instance().get("conv.box_warp_scan");
+    const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{64, 4, {{"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 16, {{"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 4, {{"rows", 24}}}));  // rows: 16, 32 or 64
+    const LaunchShape walk32{32, 4, {{"rows", 32}}};
+    EXPECT_TRUE(variant.check_shape(rgb9, walk32));
+    // RGB box 9: 15 bytes on the left, 12 on the right, lanes 1 ... 30 write: 480 bytes per tile, 48 tiles of a
+    // 23040-byte row, 135 strips of 32 rows: 6480 warps in blocks of 4.
+    const std::vector<KernelLaunch> k = variant.kernels(rgb9, walk32);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].grid.x, 48u * 135u / 4u);
+    EXPECT_EQ(k[0].grid.z, 1u);
+    EXPECT_EQ(k[0].dynamic_shared_bytes, 4u * 32u * 16u * 4u);  // each lane's 16 column sources
+    EXPECT_EQ(variant.default_shape(rgb9).parameter("rows"), 32);
+    // RGB box 31: 48 and 45 bytes, lanes 3 ... 28: 416 bytes, 56 tiles; 64-row strips
+    // share 4320 rows as 68 strips of 64 (the last one short by 32).
+    const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
+    EXPECT_EQ(variant.kernels(rgb31, LaunchShape{32, 8, {{"rows", 64}}})[0].grid.x, (56u * 68u + 7) / 8);
+    // Gray box 31: 16 and 15 bytes, lanes 1 ... 30 again; the strips share 1080 rows evenly (68 of 16).
+    // RGB box 11: 18 bytes on the left take two lanes (lanes 2 ... 30 write).
+    const Problem rgb11 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(11), Border{});
+    EXPECT_EQ(variant.kernels(rgb11, walk32)[0].grid.x, (50u * 135u + 3) / 4);  // 464 bytes per tile
+    const Problem gray31 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(31), Border{});
+    EXPECT_EQ(variant.kernels(gray31, LaunchShape{32, 2, {{"rows", 16}}})[0].grid.x, 4u * 68u / 2);
+    // A small image takes the shortest strips; SoA planes are grid layers.
+    const Problem soa = convolve_problem({300, 70, 4, Layout::soa}, masks::box(5), Border{});
+    EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 16);
+    EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 4u);
+    EXPECT_EQ(variant.scratch_bytes(rgb9, walk32), 0u);
+}
+
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {
     for (const char* name : {"sobel.fused", "sobel.3kernel", "sobel.register_window", "integral.scan", "integral.lookback",
-                             "integral.tile_gather", "conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"}) {
+                             "integral.tile_gather", "conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums",
+                             "conv.box_warp_scan"}) {
         const Variant& variant = Registry::instance().get(name);
         for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos},
                                         ImageShape{kMaxImageSide, 8192, 4, Layout::soa},

@@ -259,7 +259,8 @@ void check_integral(const Variant& variant, const OpCase& c, const LaunchShape& 
 }
 
 // The variants that promise the reference's box results exactly.
-inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums"};
+inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums",
+                                                     "conv.box_warp_scan"};
 
 inline Mask flat_mask(int w, int h, float value, const std::string& name) {
     return Mask(w, h, std::vector<float>(static_cast<std::size_t>(w * h), value), name);

@@ -317,6 +317,7 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.register_window_async", &up_to_9x9},     {"conv.separable_sliding", &separable_up_to_9x9},
     {"conv.box_running_sums", &is_box},             {"conv.shuffle_window", &up_to_3x3},
     {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box},
+    {"conv.box_warp_scan", &is_box},
     {"conv.packed_window", &packs_into_16_bits},    {"conv.separable_column_first", &separable_up_to_9x9},
     {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9}};
 

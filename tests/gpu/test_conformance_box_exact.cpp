@@ -1,6 +1,7 @@
 // The exact test of the box variants (kExactBoxVariants): every border, box sizes from 1x1 to 31x31
 // and boxes whose coefficient is not 1/n, compared element for element with the CPU reference; and
-// conv.box_sliding_sums with every launch shape of its tuning space on images of several tiles.
+// conv.box_sliding_sums and conv.box_warp_scan with every launch shape of their tuning spaces on
+// images of several tiles.
 #include <gtest/gtest.h>
 
 #include "tests/gpu/op_conformance.hpp"
@@ -94,14 +95,31 @@ TEST_P(BoxExact, EqualsTheReference) {
     EXPECT_TRUE(v.ok()) << v.summary();
 }
 
-// conv.box_sliding_sums with every shape of its tuning space (warps, group rows, strip rows) on
-// images several tiles wide and several strips tall, so that tiles meet inside rows, strips meet
-// between groups, the inner column pass (strips away from the top and bottom) and the bordered one
-// both run, and segments end past the row. Aligned rows (the 8- and 16-byte paths) and odd pitches
-// (byte by byte); normalized boxes and others; every border.
-TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
-    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
-    const Variant& variant = Registry::instance().get("conv.box_sliding_sums");
+// Every launch shape of a variant's tuning space: each block side and each value of each parameter.
+std::vector<LaunchShape> every_shape(const TuningSpace& space) {
+    std::vector<LaunchShape> shapes;
+    for (int x : space.block_x)
+        for (int y : space.block_y) shapes.push_back(LaunchShape{x, y, {}});
+    for (const TunableParameter& parameter : space.parameters) {
+        std::vector<LaunchShape> longer;
+        for (const LaunchShape& shape : shapes)
+            for (int value : parameter.values) {
+                LaunchShape with = shape;
+                with.parameters.emplace_back(parameter.name, value);
+                longer.push_back(with);
+            }
+        shapes = std::move(longer);
+    }
+    return shapes;
+}
+
+// A box variant with every shape of its tuning space on images several tiles wide and several
+// strips tall, so that tiles meet inside rows, strips meet, the strips away from the top and
+// bottom (no row mapping) and the bordered ones both run, and tiles end past the row. Aligned rows
+// (the vector paths) and odd pitches (byte by byte); normalized boxes and others; every border.
+// Returns the number of shapes run.
+std::size_t expect_every_shape_exact(const char* name) {
+    const Variant& variant = Registry::instance().get(name);
     struct Image {
         ImageShape shape;
         PitchKind pitch;
@@ -111,7 +129,7 @@ TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
                             {{700, 97, 4, Layout::soa}, PitchKind::allocator}};
     const Mask boxes[] = {masks::box(3), masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5"), flat_mask(1, 9, 1.0f / 9, "box1x9")};
     const std::vector<Border> borders = all_borders();
-    const TuningSpace space = variant.tuning_space();
+    const std::vector<LaunchShape> shapes = every_shape(variant.tuning_space());
     std::size_t n = 0, shapes_run = 0;
     for (const Image& image : images)
         for (const Mask& mask : boxes) {
@@ -122,20 +140,29 @@ TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
             DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
             in.upload(input);
             const DeviceMask device_mask(mask);
-            for (int warps : space.block_y)
-                for (int group : space.parameters[0].values)
-                    for (int rows : space.parameters[1].values) {
-                        const LaunchShape shape{32, warps, {{"group", group}, {"rows", rows}}};
-                        if (!variant.check_shape(problem, shape)) continue;
-                        SCOPED_TRACE(fmt::format("{} with {}", to_string(problem), to_string(shape)));
-                        DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
-                        run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
-                        const Verification v = verify_exact(expected, out.download());
-                        EXPECT_TRUE(v.ok()) << v.summary();
-                        ++shapes_run;
-                    }
+            for (const LaunchShape& shape : shapes) {
+                if (!variant.check_shape(problem, shape)) continue;
+                SCOPED_TRACE(fmt::format("{} {} with {}", name, to_string(problem), to_string(shape)));
+                DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
+                run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
+                const Verification v = verify_exact(expected, out.download());
+                EXPECT_TRUE(v.ok()) << v.summary();
+                ++shapes_run;
+            }
         }
-    EXPECT_GE(shapes_run, 12u * 10u);  // most of the 24 shapes fit every case
+    return shapes_run;
+}
+
+// conv.box_sliding_sums: warps, group rows and strip rows (24 shapes, most of which fit every case).
+TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    EXPECT_GE(expect_every_shape_exact("conv.box_sliding_sums"), 12u * 10u);
+}
+
+// conv.box_warp_scan: warps and strip rows (9 shapes, all of which fit every case).
+TEST(BoxWarpScanShapes, EveryShapeOfTheTuningSpaceIsExact) {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 12u * 9u);
 }
 
 std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {

@@ -1,0 +1,443 @@
+// conv.box_warp_scan — box filter of any odd size by exact integer sums, a warp per column span:
+// column sums slide down in registers, row sums come from a warp-wide prefix exchanged by shuffles;
+// no shared-memory round trip, no block barrier.
+//
+// Technique: out = round(m * S), S the integer sum under the box (kernels/box_sums.hpp), and S
+// separates into column sums V (the box's height) summed along the row (its width). A warp owns a
+// span of 512 bytes of a stored row (16 per lane) and writes the tile in its middle (the lanes
+// whose 16 bytes lie at least rx + 1 pixels from the span's start and rx from its end), walking
+// down a strip of `rows` rows (tuned):
+//   columns: V slides down one row at a time in registers, two to a 32-bit word (16-bit lanes:
+//            V <= 31 * 255 < 2^16, and V + new - old never borrows because V holds old): one
+//            16-byte load of the entering row, one of the leaving row (read 2 * ry + 1 rows earlier:
+//            an L1 or L2 hit), eight byte permutes and eight three-input adds per lane. The next
+//            row's two loads are issued before this row's sums are worked out;
+//   prefix:  P(j), the sum of V over the span's bytes up to j of j's channel: each lane's prefix of
+//            its own 16 values (elements E apart, E the pixel's bytes), then the lanes' carries by
+//            one warp scan of the lanes' per-channel totals (gray: one 32-bit value; RGB: three
+//            21-bit fields of a 64-bit value, as a span's channel sums to at most 171 * 7905 < 2^21;
+//            RGBA: two 64-bit values of two 32-bit fields);
+//   rows:    S(j) = P(j + rx * E) - P(j - (rx + 1) * E), two shuffles per output byte whatever the
+//            box's width. The offsets' in-lane part ((rx * E) mod 16) is a template argument (a
+//            kernel per pixel size and in-lane offset: 16 + 16 + 4), so each shuffle reads a
+//            register known when compiling; the lanes part is the shuffle's runtime source lane.
+// The normalized box rounds with one multiply-high; other coefficients take the exact integer form
+// of the reference's rounding (kernels/box_sums.hpp proves both exact), out of line.
+// What it adds over conv.box_sliding_sums (the same column sums, but a block's warps meet at two
+// barriers per group of rows, each group waiting for its slowest warp's loads, and every segment of
+// the row pass starts with 2 * rx + 1 reads per channel) and conv.box_running_sums (a warp scan
+// too, but its running sums go through a shared-memory row between two barriers, a kernel per rx,
+// 100 registers): a warp needs no other warp and no shared memory on its way down, the row sums
+// cost the same for every box width, and the next row's loads are in flight meanwhile.
+// Borders: rows outside the image are mapped per row (strips away from the top and bottom take a
+// copy of the loop that steps row pointers instead); lanes whose 16 bytes reach outside the row, or
+// all lanes where rows are not aligned for 16-byte loads, read byte by byte from offsets the
+// border rule gives, worked out once per warp into shared memory (2 KB per warp).
+// The strips share the image's rows evenly, none left short.
+// Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
+// value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
+// layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
+// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 7, 13, 14 and
+// 15 spill 4 to 16 bytes there, box31's (13) among them).
+// Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
+// the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
+// (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
+// 121.6 / 187.7 us for conv.box_sliding_sums tuned the same way in the session's first call.
+// Nsight Compute on box9: 65.4 M warp instructions (21 per output byte; the row loop 203 per warp
+// and row: the scan 45, the shuffles 32, the slide 24, the prefix 30), issue slots 55% busy, 29.6%
+// achieved occupancy of the 37.5% that 80 registers allow, DRAM 25% of peak: the warps wait on the
+// scan's five dependent shuffles and on the loads, with too few of them resident to hide either.
+// Still 2.5x the copy floor on box9: reaching 1.3x needs fewer instructions per byte (the probe
+// probes/box_warp_prefix.cu, box 9 fixed at compile time, 64 registers, runs at 95 us with 16 per
+// byte) and more warps in flight.
+// Tried and dropped (the same day, same rows): the row sums through the warp's shared memory with
+// the radius a runtime value (each lane read P of bytes lane + 32i: 261 us box9, 97 M instructions,
+// every read a dependent chain); edge lanes through rows::load_bytes_bordered (the border rule's
+// divisions per byte and row: those warps ran 6x longer than the rest, 222 us box9); a 64-register
+// cap (spills in the RGB and RGBA kernels: 108.0 / 121.7 / 171.3 us) and none (96 to 104
+// registers: 104.6 / 117.8 / 169.6 us, within 3%).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/kernel_launch.hpp"
+#include "harness/mask.hpp"
+#include "harness/row_stream.hpp"
+#include "harness/variant.hpp"
+#include "kernels/box_sums.hpp"
+
+namespace klab {
+namespace {
+
+using box_sums::box_support;
+using box_sums::round_sum;
+using box_sums::rounding_of;
+using box_sums::Rounding;
+
+constexpr int kWarp = 32;
+constexpr int kLaneBytes = 16;                // one 16-byte load per lane and row
+constexpr int kSpanBytes = kWarp * kLaneBytes;  // 512: a warp's span of a row
+constexpr int kFirstBatch = 4;                // a strip's first rows: the loads of 4 rows at a time
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
+constexpr std::array<int, 3> kStripRows = {16, 32, 64};
+
+// How a launch divides the image, the same for every warp.
+struct Tiling {
+    int first_lane;     // the first lane whose 16 bytes are output bytes: ceil((rx + 1) * E / 16)
+    int tile_bytes;     // output bytes per warp and row: 16 * (its output lanes)
+    int tiles;          // warps per stored row (the last one's tile may reach past the row)
+    int strip_rows;     // output rows each warp walks down
+    int strips;         // strips of the image
+    int rx, ry;         // the box's radii
+    int lead, trail;    // rx * E and (rx + 1) * E: S(j) = P(j + lead) - P(j - trail)
+};
+
+// Each warp's column sources (column_sources): 16 words per lane.
+std::size_t shared_bytes(const LaunchShape& shape) { return static_cast<std::size_t>(shape.block_y) * kWarp * kLaneBytes * sizeof(int); }
+
+unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
+
+Tiling tiling_of(int stride, int row_bytes, int height, int rx, int ry, int strip_rows) {
+    Tiling t{};
+    t.rx = rx;
+    t.ry = ry;
+    t.lead = rx * stride;
+    t.trail = (rx + 1) * stride;
+    t.first_lane = (t.trail + kLaneBytes - 1) / kLaneBytes;  // P(j - trail) of every output byte j lies in the span
+    const int end_lane = (kSpanBytes - t.lead) / kLaneBytes;  // >= 28: rx * E <= 60
+    t.tile_bytes = kLaneBytes * (end_lane - t.first_lane);
+    t.tiles = static_cast<int>(grid_side(row_bytes, t.tile_bytes));
+    t.strips = static_cast<int>(grid_side(height, strip_rows));
+    t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The columns
+
+// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
+__device__ __forceinline__ void slide_columns(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
+    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
+        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
+    }
+}
+
+// Four bytes (each in the low byte of a word) to one word, the first lowest.
+__device__ __forceinline__ std::uint32_t pack_bytes(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
+    return __byte_perm(__byte_perm(b0, b1, 0x0040u), __byte_perm(b2, b3, 0x0040u), 0x5410u);
+}
+
+// Where each of a lane's 16 bytes comes from in a stored row, for the lanes whose bytes reach
+// outside the row (or all lanes, where rows are not aligned for 16-byte loads): its byte offset, or
+// -1 for the constant border's value. The border rule per byte, worked out once per warp into
+// shared memory (byte b of lane l at word 32 * b + l: a warp's reads fall in distinct banks).
+template <int E>
+__device__ __forceinline__ void column_sources(int* sources, int e, int width, BorderMode mode) {
+#pragma unroll 1
+    for (int b = 0; b < kLaneBytes; ++b) {
+        const int element = e + b;
+        const int x = element >= 0 ? element / E : -((-element + E - 1) / E);  // floor(element / E)
+        const int sx = border_index(x, width, mode);
+        sources[kWarp * b] = sx < 0 ? -1 : sx * E + (element - x * E);
+    }
+}
+
+// The 16 bytes [e, e + 16) of stored row `row` (null: a constant border's row outside the image):
+// one 16-byte load where `vector` (the bytes lie inside the row, rows 16-byte aligned), otherwise
+// byte by byte from `sources`.
+__device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool vector, const int* sources, Border border) {
+    if (vector && row != nullptr) return __ldg(reinterpret_cast<const uint4*>(row + e));
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        std::uint32_t bytes[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int offset = sources[kWarp * (4 * w + b)];
+            bytes[b] = row == nullptr || offset < 0 ? border.value : __ldg(row + offset);
+        }
+        words[w] = pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]);
+    }
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// Stored row y of the image through the border rule for rows (null: a constant border's row).
+__device__ __forceinline__ const std::uint8_t* bordered_row(const ImageView<const std::uint8_t>& in, int plane, int y, BorderMode mode) {
+    const int sy = rows::row_index(y, in.shape.height, mode);
+    return sy < 0 ? nullptr : in.row(sy, plane);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The prefix
+
+template <class T>
+__device__ __forceinline__ T exclusive_warp_scan(T value, int lane) {
+    T scan = value;
+#pragma unroll
+    for (int d = 1; d < kWarp; d *= 2) {
+        const T below = __shfl_up_sync(kFullMask, scan, d);
+        if (lane >= d) scan += below;
+    }
+    return scan - value;
+}
+
+// P of the lane's 16 bytes, given its V: the lane's own prefix along each chain of elements E
+// apart, plus the sums of the chain's channel over the lanes before it. `phase` is the channel of
+// the lane's first byte (RGB only: a lane's 16 bytes start at a different channel in each of 3
+// lanes; gray and RGBA spans start at channel 0).
+template <int E>
+__device__ __forceinline__ void span_prefix(const std::uint32_t (&v)[8], int lane, int phase, std::uint32_t (&p)[16]) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const std::uint32_t value = (k & 1) ? v[k >> 1] >> 16 : v[k >> 1] & 0xffffu;
+        p[k] = k >= E ? p[k - E] + value : value;
+    }
+    std::uint32_t carry[E];
+    if constexpr (E == 1) {
+        carry[0] = exclusive_warp_scan(p[15], lane);
+    } else if constexpr (E == 3) {
+        // Chain c (elements k = c mod 3) has channel (phase + c) mod 3; its total is p[15], p[13] or p[14].
+        const unsigned long long t0 = p[15], t1 = p[13], t2 = p[14];
+        const unsigned long long totals = phase == 0   ? t0 | t1 << 21 | t2 << 42
+                                          : phase == 1 ? t2 | t0 << 21 | t1 << 42
+                                                       : t1 | t2 << 21 | t0 << 42;
+        const unsigned long long before = exclusive_warp_scan(totals, lane);
+        const auto field = [&](int channel) { return static_cast<std::uint32_t>(before >> (21 * channel) & 0x1fffffu); };
+        carry[0] = field(phase);
+        carry[1] = field(phase == 2 ? 0 : phase + 1);
+        carry[2] = field(phase == 0 ? 2 : phase - 1);
+    } else {
+        static_assert(E == 4, "1, 3 or 4 bytes per pixel");
+        const unsigned long long low = exclusive_warp_scan(static_cast<unsigned long long>(p[12]) | static_cast<unsigned long long>(p[13]) << 32, lane);
+        const unsigned long long high = exclusive_warp_scan(static_cast<unsigned long long>(p[14]) | static_cast<unsigned long long>(p[15]) << 32, lane);
+        carry[0] = static_cast<std::uint32_t>(low), carry[1] = static_cast<std::uint32_t>(low >> 32);
+        carry[2] = static_cast<std::uint32_t>(high), carry[3] = static_cast<std::uint32_t>(high >> 32);
+    }
+#pragma unroll
+    for (int k = 0; k < 16; ++k) p[k] += carry[k % E];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+
+// Four sums of a box that is not the normalized one, rounded (64-bit arithmetic, out of line: the
+// registers it needs do not weigh on the normalized box's loop), four bytes to a word.
+__device__ __noinline__ std::uint32_t rounded_word(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2, std::uint32_t s3, Rounding rounding) {
+    return pack_bytes(round_sum<false>(s0, rounding), round_sum<false>(s1, rounding), round_sum<false>(s2, rounding),
+                      round_sum<false>(s3, rounding));
+}
+
+// The output bytes of the lane's 16 bytes, S = P(j + rx * E) - P(j - (rx + 1) * E) rounded, four to
+// a word.
+template <int Lead, int TrailUp, bool Normalized>
+__device__ __forceinline__ uint4 output_bytes(const std::uint32_t (&p)[16], int lead_lane, int trail_lane, const Rounding& rounding) {
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        std::uint32_t bytes[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const std::uint32_t lead = __shfl_sync(kFullMask, p[(4 * w + b + Lead) % 16], 4 * w + b + Lead < 16 ? lead_lane : lead_lane + 1);
+            const std::uint32_t trail =
+                __shfl_sync(kFullMask, p[(4 * w + b + TrailUp) % 16], 4 * w + b + TrailUp < 16 ? trail_lane : trail_lane + 1);
+            bytes[b] = Normalized ? __umulhi(lead - trail + rounding.half, rounding.inverse) : lead - trail;
+        }
+        words[w] = Normalized ? pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]) : rounded_word(bytes[0], bytes[1], bytes[2], bytes[3], rounding);
+    }
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// A warp's walk down its strip, rows [y_begin, y_end). Lead = (rx * E) mod 16, the in-lane part of
+// the offset from an output byte to the last byte of its box's row (the kernel's template argument).
+template <int E, int Lead, bool Interior>
+__device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
+                                           Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,
+                                           int e, bool vector, const int* sources, int lane, int phase, std::uint32_t (&v)[8]) {
+    // j + rx * E = j + 16 * lead_lanes + Lead, and j - (rx + 1) * E = j - 16 * trail_lanes + TrailUp,
+    // trail_lanes = ceil((rx + 1) * E / 16) (no output byte reaches before the span: first_lane).
+    constexpr int TrailUp = (16 - (Lead + E) % 16) % 16;
+    const int lead_lanes = t.lead / kLaneBytes, trail_lanes = (t.trail + kLaneBytes - 1) / kLaneBytes;
+    const int row_bytes = in.shape.width * E;
+    const bool output_lane = lane >= t.first_lane && kLaneBytes * lane < kLaneBytes * t.first_lane + t.tile_bytes && e < row_bytes;
+    const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes <= row_bytes;
+    const std::size_t in_pitch = in.pitch_bytes, out_pitch = out.pitch_bytes;
+    std::uint8_t* dst = out.row(y_begin, plane) + e;
+    // The interior's rows: pointers that step down a row at a time.
+    const std::uint8_t* enter_row = Interior ? in.row(y_begin + t.ry, plane) : nullptr;
+    const std::uint8_t* leave_row = Interior ? in.row(y_begin - t.ry - 1, plane) : nullptr;
+    const auto load = [&](const std::uint8_t*& interior_row, int y) {
+        if constexpr (Interior) {
+            const uint4 bytes = span_bytes(interior_row, e, vector, sources, border);
+            interior_row += in_pitch;
+            return bytes;
+        } else {
+            return span_bytes(bordered_row(in, plane, y, border.mode), e, vector, sources, border);
+        }
+    };
+
+    uint4 enter = load(enter_row, y_begin + t.ry);
+    uint4 leave = load(leave_row, y_begin - t.ry - 1);
+    for (int y = y_begin; y < y_end; ++y, dst += out_pitch) {
+        const uint4 entering = enter, leaving = leave;
+        if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
+            enter = load(enter_row, y + 1 + t.ry);
+            leave = load(leave_row, y - t.ry);
+        }
+        slide_columns(v, entering, leaving);
+        std::uint32_t p[16];
+        span_prefix<E>(v, lane, phase, p);
+        const uint4 value = rounding.normalized ? output_bytes<Lead, TrailUp, true>(p, lane + lead_lanes, lane - trail_lanes, rounding)
+                                                : output_bytes<Lead, TrailUp, false>(p, lane + lead_lanes, lane - trail_lanes, rounding);
+        if (output_lane) {
+            if (out_vector) {
+                __stcs(reinterpret_cast<uint4*>(dst), value);  // streaming (evict-first): not read again
+            } else {
+                for (int b = 0; b < kLaneBytes && e + b < row_bytes; ++b) {
+                    const std::uint32_t word = b < 8 ? (b < 4 ? value.x : value.y) : (b < 12 ? value.z : value.w);
+                    dst[b] = static_cast<std::uint8_t>(word >> (8 * (b % 4)));
+                }
+            }
+        }
+    }
+}
+
+template <int E, int Lead>
+__global__ void __launch_bounds__(kWarp * 8, 3)
+    conv_box_warp_scan_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, Rounding rounding, Tiling t) {
+    const int lane = static_cast<int>(threadIdx.x);
+    const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
+    const int strip = warp / t.tiles, tile = warp - strip * t.tiles;
+    if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
+    const int plane = static_cast<int>(blockIdx.z);
+    const int height = in.shape.height;
+    const int y_begin = strip * t.strip_rows;
+    const int y_end = min(y_begin + t.strip_rows, height);
+    if (y_begin >= y_end) return;
+
+    const int e = tile * t.tile_bytes - kLaneBytes * t.first_lane + kLaneBytes * lane;  // this lane's first byte of the row
+    const int row_bytes = in.shape.width * E;
+    const bool aligned = ((reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % 16) == 0;  // SoA planes: height * pitch apart
+    const bool vector = aligned && e >= 0 && e + kLaneBytes <= row_bytes;
+    const int phase = E == 3 ? ((e % 3) + 3) % 3 : 0;
+    extern __shared__ int shared_sources[];
+    int* const sources = shared_sources + kWarp * kLaneBytes * static_cast<int>(threadIdx.y) + lane;
+    if (!vector) column_sources<E>(sources, e, in.shape.width, border.mode);  // only this lane reads them
+
+    // V of the row before the strip's first: rows y_begin - ry - 1 ... y_begin + ry - 1.
+    std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; y += kFirstBatch) {
+        uint4 rows_in[kFirstBatch];
+#pragma unroll
+        for (int k = 0; k < kFirstBatch; ++k) {
+            rows_in[k] = y + k < y_begin + t.ry ? span_bytes(bordered_row(in, plane, y + k, border.mode), e, vector, sources, border)
+                                                : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int k = 0; k < kFirstBatch; ++k) slide_columns(v, rows_in[k], make_uint4(0u, 0u, 0u, 0u));
+    }
+
+    if (y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height) {
+        walk_strip<E, Lead, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, v);
+    } else {
+        walk_strip<E, Lead, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, v);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variant
+
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, Rounding, Tiling);
+
+// A kernel per pixel size E and in-lane offset (rx * E) mod 16: all 16 offsets for 1 and 3 bytes
+// per pixel, the multiples of 4 for 4.
+template <int E, int... Index>
+std::array<Kernel, sizeof...(Index)> kernels_of(std::integer_sequence<int, Index...>) {
+    return {&conv_box_warp_scan_kernel<E, Index*(E == 4 ? 4 : 1)>...};
+}
+
+Kernel kernel_for(const Problem& problem) {
+    static const std::array<Kernel, 16> gray = kernels_of<1>(std::make_integer_sequence<int, 16>{});
+    static const std::array<Kernel, 16> rgb = kernels_of<3>(std::make_integer_sequence<int, 16>{});
+    static const std::array<Kernel, 4> rgba = kernels_of<4>(std::make_integer_sequence<int, 4>{});
+    const int stride = rows::element_stride(problem.shape);
+    const int lead = problem.mask->radius_x() * stride % kLaneBytes;
+    return by_channels<Kernel>(stride, gray[lead], rgb[lead], rgba[lead / 4]);
+}
+
+Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
+    const int stride = rows::element_stride(problem.shape);
+    return tiling_of(stride, problem.shape.width * stride, problem.shape.height, problem.mask->radius_x(), problem.mask->radius_y(),
+                     shape.parameter("rows"));
+}
+
+template <std::size_t N>
+bool listed(const std::array<int, N>& values, int value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+class ConvBoxWarpScan final : public Variant {
+public:
+    std::string name() const override { return "conv.box_warp_scan"; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override {
+        return "box filter by exact integer sums, a warp per 512-byte span: column sums slide down in registers, row sums from a warp-wide prefix";
+    }
+    Support supports(const Problem& problem) const override { return box_support(problem); }
+    TuningSpace tuning_space() const override {
+        TuningSpace space;
+        space.block_x = {kWarp};
+        space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
+        space.parameters = {
+            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each warp walks down, at most (the strips share the rows evenly)"}};
+        space.default_shape = LaunchShape{kWarp, 4, {{"rows", 32}}};
+        return space;
+    }
+    // 32x4 blocks and the tallest strips that still give a 132-SM GPU 32 warps per SM (what 64
+    // registers allow): 32 rows at 8K RGB (48 tiles x 135 strips); 16 on small images.
+    LaunchShape default_shape(const Problem& problem) const override {
+        LaunchShape shape = tuning_space().default_shape;
+        int rows = kStripRows.front();
+        for (int candidate : kStripRows) {
+            shape.parameters = {{"rows", candidate}};
+            const Tiling t = tiling_of(problem, shape);
+            if (static_cast<long long>(t.tiles) * t.strips * planes_of(problem.shape) >= 132 * 32) rows = candidate;
+        }
+        shape.parameters = {{"rows", rows}};
+        return shape;
+    }
+    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
+        if (shape.block_x != kWarp || !listed(kWarpsPerBlock, shape.block_y)) {
+            return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
+        }
+        const int rows = shape.parameter("rows");
+        if (!listed(kStripRows, rows)) return Support::no(fmt::format("rows={}: a warp walks 16, 32 or 64 rows", rows));
+        return Support::yes();
+    }
+
+    std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
+        const Tiling t = tiling_of(problem, shape);
+        const long long warps = static_cast<long long>(t.tiles) * t.strips;
+        const dim3 grid(static_cast<unsigned>((warps + shape.block_y - 1) / shape.block_y), 1, planes_of(problem.shape));
+        return {make_launch(kernel_for(problem), "conv_box_warp_scan_kernel", grid, block_of(shape), shared_bytes(shape))};
+    }
+
+    void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, rounding_of(*plan.problem.mask),
+                       tiling_of(plan.problem, plan.shape));
+    }
+};
+
+}  // namespace
+}  // namespace klab
+
+KLAB_REGISTER_VARIANT(klab::ConvBoxWarpScan)
