@@ -8,6 +8,9 @@
 # build/release (whose programs hold the copies until the next build) and
 # results/<gpu-slug>/autotune.json (their records), so run it on a copy of the tree, as a device
 # tool's call is. The "tried and dropped" figures in the kernels' preambles come from such runs.
+# Every copy must stay correct: klab tune and klab-bench verify each output against the CPU
+# reference and refuse a copy that differs, so a "what if this part cost nothing" copy (a step
+# removed, wrong pixels) measures nothing here; time such a question with a probe (probes/).
 #
 # Usage: EXPERIMENTS='SUFFIX|SED-EXPRESSION
 #                     SUFFIX|@FILE
