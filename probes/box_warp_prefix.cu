@@ -11,6 +11,8 @@
 // per-channel totals (three 21-bit fields of a u64), then S(e) = P(e + 12) - P(e - 15), the far
 // values from the neighbouring lanes by shuffle, and the output byte round(S / 81) by a
 // multiply-high (kernels/box_sums.hpp's rounding).
+// It also times the loop without the row sums (the columns only, wrong pixels): the floor of a warp
+// per span that slides column sums and stores 16 bytes per lane and row.
 // Measured on an NVIDIA H200 by this probe's first version (2026-11-25; each run timed by CUDA events
 // after a 200 MB memset that flushes L2, the median of 20 after 5 warm-up runs): 95.0 us at 32-row
 // strips and 64 registers (101 at 64 rows, 112 at 128: fewer warps hide less latency; two rows
@@ -50,7 +52,9 @@ __device__ __forceinline__ void slide(std::uint32_t (&v)[8], uint4 enter, uint4 
     }
 }
 
-template <int RowsAhead>
+// RowSums false: the column sums' low bytes are stored instead of the box (wrong pixels, not
+// checked): the cost of the loads, the slide and the stores alone, this structure's floor.
+template <int RowsAhead, bool RowSums = true>
 __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
                                                        std::size_t pitch, int strip_rows) {
     const int lane = static_cast<int>(threadIdx.x & 31);
@@ -77,49 +81,56 @@ __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __res
         enter[RowsAhead - 1] = load16(row(y + RowsAhead + kRadius));
         leave[RowsAhead - 1] = load16(row(y + RowsAhead - kRadius - 1));
         slide(v, e, l);
+        if (RowSums) {
+            // The lane's prefix along each chain of elements 3 apart (chain c: elements k = c mod 3).
+            std::uint32_t p[16];
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                const std::uint32_t value = (k & 1) ? v[k >> 1] >> 16 : v[k >> 1] & 0xffffu;
+                p[k] = k >= 3 ? p[k - 3] + value : value;
+            }
+            // The chains' totals by channel (chain c has channel (phase + c) mod 3), scanned across the
+            // warp as three 21-bit fields (a warp's 512 bytes sum to at most 171 * 9 * 255 < 2^21).
+            const unsigned long long chain0 = p[15], chain1 = p[13], chain2 = p[14];
+            const unsigned long long total = phase == 0   ? chain0 | chain1 << 21 | chain2 << 42
+                                             : phase == 1 ? chain2 | chain0 << 21 | chain1 << 42
+                                                          : chain1 | chain2 << 21 | chain0 << 42;
+            unsigned long long scan = total;
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) {
+                const unsigned long long below = __shfl_up_sync(kFullMask, scan, d);
+                if (lane >= d) scan += below;
+            }
+            const unsigned long long before = scan - total;
+            const auto field = [&](int channel) { return static_cast<std::uint32_t>(before >> (21 * channel) & 0x1fffffu); };
+            const std::uint32_t carry[3] = {field(phase), field((phase + 1) % 3), field((phase + 2) % 3)};  // by chain
+#pragma unroll
+            for (int k = 0; k < 16; ++k) p[k] += carry[k % 3];
 
-        // The lane's prefix along each chain of elements 3 apart (chain c: elements k = c mod 3).
-        std::uint32_t p[16];
+            // S(k) = P(k + 12) - P(k - 15): from lane + 1 where k + 12 >= 16, from lane - 1 where k < 15.
+            std::uint32_t bytes[16];
 #pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const std::uint32_t value = (k & 1) ? v[k >> 1] >> 16 : v[k >> 1] & 0xffffu;
-            p[k] = k >= 3 ? p[k - 3] + value : value;
-        }
-        // The chains' totals by channel (chain c has channel (phase + c) mod 3), scanned across the
-        // warp as three 21-bit fields (a warp's 512 bytes sum to at most 171 * 9 * 255 < 2^21).
-        const unsigned long long chain0 = p[15], chain1 = p[13], chain2 = p[14];
-        const unsigned long long total = phase == 0   ? chain0 | chain1 << 21 | chain2 << 42
-                                         : phase == 1 ? chain2 | chain0 << 21 | chain1 << 42
-                                                      : chain1 | chain2 << 21 | chain0 << 42;
-        unsigned long long scan = total;
+            for (int k = 0; k < 16; ++k) {
+                const int lead = k + kLead, trail = k - kTrail;
+                const std::uint32_t a = lead < 16 ? p[lead] : __shfl_down_sync(kFullMask, p[lead - 16], 1);
+                const std::uint32_t b = trail >= 0 ? p[trail] : __shfl_up_sync(kFullMask, p[trail + 16], 1);
+                bytes[k] = __umulhi(a - b + half, inverse);
+            }
+            std::uint32_t words[4];
 #pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-            const unsigned long long below = __shfl_up_sync(kFullMask, scan, d);
-            if (lane >= d) scan += below;
-        }
-        const unsigned long long before = scan - total;
-        const auto field = [&](int channel) { return static_cast<std::uint32_t>(before >> (21 * channel) & 0x1fffffu); };
-        const std::uint32_t carry[3] = {field(phase), field((phase + 1) % 3), field((phase + 2) % 3)};  // by chain
-#pragma unroll
-        for (int k = 0; k < 16; ++k) p[k] += carry[k % 3];
-
-        // S(k) = P(k + 12) - P(k - 15): from lane + 1 where k + 12 >= 16, from lane - 1 where k < 15.
-        std::uint32_t bytes[16];
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const int lead = k + kLead, trail = k - kTrail;
-            const std::uint32_t a = lead < 16 ? p[lead] : __shfl_down_sync(kFullMask, p[lead - 16], 1);
-            const std::uint32_t b = trail >= 0 ? p[trail] : __shfl_up_sync(kFullMask, p[trail + 16], 1);
-            bytes[k] = __umulhi(a - b + half, inverse);
-        }
-        std::uint32_t words[4];
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-            words[w] = __byte_perm(__byte_perm(bytes[4 * w], bytes[4 * w + 1], 0x0040u), __byte_perm(bytes[4 * w + 2], bytes[4 * w + 3], 0x0040u),
-                                   0x5410u);
-        }
-        if (lane >= 1 && lane <= 30) {
-            __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), make_uint4(words[0], words[1], words[2], words[3]));
+            for (int w = 0; w < 4; ++w) {
+                words[w] = __byte_perm(__byte_perm(bytes[4 * w], bytes[4 * w + 1], 0x0040u), __byte_perm(bytes[4 * w + 2], bytes[4 * w + 3], 0x0040u),
+                                       0x5410u);
+            }
+            if (lane >= 1 && lane <= 30) {
+                __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), make_uint4(words[0], words[1], words[2], words[3]));
+            }
+        } else {
+            if (lane >= 1 && lane <= 30) {
+                __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x),
+                       make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u), __byte_perm(v[4], v[5], 0x6420u),
+                                  __byte_perm(v[6], v[7], 0x6420u)));
+            }
         }
     }
 }
@@ -160,6 +171,16 @@ int run() {
     const double copy_us = median_us([&](cudaStream_t s) { KLAB_CUDA_CHECK(cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, s)); });
     std::printf("device-to-device copy of the %zu-byte image: %.1f us\n", bytes, copy_us);
 
+    for (int strip_rows : {32, 64}) {  // the structure's floor: loads, slide and stores, no row sums
+        const int warps = kWarpsPerRow * ((kHeight + strip_rows - 1) / strip_rows);
+        const int grid = (warps * 32 + 255) / 256;
+        const double us = median_us([&](cudaStream_t s) {
+            box_warp_prefix<1, false><<<grid, 256, 0, s>>>(in, out, pitch, strip_rows);
+            KLAB_CUDA_CHECK_LAUNCH(s);
+        });
+        std::printf("columns only (no row sums, wrong pixels), strips of %d rows, blocks of 256: %6.1f us, %.2fx the copy\n", strip_rows, us,
+                    us / copy_us);
+    }
     for (int rows_ahead : {1, 2}) {
         for (int strip_rows : {32, 64, 128}) {
             for (int block : {64, 128, 256}) {
