@@ -263,8 +263,8 @@ TEST(OpsVariants, BoxWarpScanTilesAndGrid) {
     EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 4, {{"rows", 24}}}));  // rows: 16, 32 or 64
     const LaunchShape walk32{32, 4, {{"rows", 32}}};
     EXPECT_TRUE(variant.check_shape(rgb9, walk32));
-    // RGB box 9: 15 bytes on the left, 12 on the right, lanes 1 ... 30 write: 480 bytes per tile, 48 tiles of a
-    // 23040-byte row, 135 strips of 32 rows: 6480 warps in blocks of 4.
+    // RGB box 9: 15 bytes on the left, 12 on the right, lanes 1 ... 30 write: 480 bytes per tile, 48
+    // tiles of a 23040-byte row, 135 strips of 32 rows: 6480 warps in blocks of 4.
     const std::vector<KernelLaunch> k = variant.kernels(rgb9, walk32);
     ASSERT_EQ(k.size(), 1u);
     EXPECT_EQ(k[0].grid.x, 48u * 135u / 4u);
@@ -275,10 +275,10 @@ TEST(OpsVariants, BoxWarpScanTilesAndGrid) {
     // share 4320 rows as 68 strips of 64 (the last one short by 32).
     const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
     EXPECT_EQ(variant.kernels(rgb31, LaunchShape{32, 8, {{"rows", 64}}})[0].grid.x, (56u * 68u + 7) / 8);
-    // Gray box 31: 16 and 15 bytes, lanes 1 ... 30 again; the strips share 1080 rows evenly (68 of 16).
     // RGB box 11: 18 bytes on the left take two lanes (lanes 2 ... 30 write).
     const Problem rgb11 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(11), Border{});
     EXPECT_EQ(variant.kernels(rgb11, walk32)[0].grid.x, (50u * 135u + 3) / 4);  // 464 bytes per tile
+    // Gray box 31: 16 and 15 bytes, lanes 1 ... 30 again; the strips share 1080 rows evenly (68 of 16).
     const Problem gray31 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(31), Border{});
     EXPECT_EQ(variant.kernels(gray31, LaunchShape{32, 2, {{"rows", 16}}})[0].grid.x, 4u * 68u / 2);
     // A small image takes the shortest strips; SoA planes are grid layers.
