@@ -6,9 +6,9 @@
 // early once the quartiles agree within `target_spread`.
 //
 // CUDA events resolve about 0.5 us (CUDA programming guide; the medians in the H200's tuning
-// records are multiples of 32 ns): for kernels of a few tens of microseconds, differences near 1% may be at the timer's
-// resolution, which the tuner's tie rule takes into account where the samples' quartiles overlap
-// (tuner.hpp).
+// records are multiples of 32 ns): for kernels of a few tens of microseconds, differences near 1%
+// may be at the timer's resolution, which the tuner's tie rule takes into account where the
+// samples' quartiles overlap (tuner.hpp).
 #include <cstddef>
 #include <functional>
 #include <vector>

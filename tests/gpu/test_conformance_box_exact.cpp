@@ -4,6 +4,7 @@
 // images of several tiles.
 #include <gtest/gtest.h>
 
+#include "autotune/search_space.hpp"
 #include "tests/gpu/op_conformance.hpp"
 
 namespace klab {
@@ -95,24 +96,6 @@ TEST_P(BoxExact, EqualsTheReference) {
     EXPECT_TRUE(v.ok()) << v.summary();
 }
 
-// Every launch shape of a variant's tuning space: each block side and each value of each parameter.
-std::vector<LaunchShape> every_shape(const TuningSpace& space) {
-    std::vector<LaunchShape> shapes;
-    for (int x : space.block_x)
-        for (int y : space.block_y) shapes.push_back(LaunchShape{x, y, {}});
-    for (const TunableParameter& parameter : space.parameters) {
-        std::vector<LaunchShape> longer;
-        for (const LaunchShape& shape : shapes)
-            for (int value : parameter.values) {
-                LaunchShape with = shape;
-                with.parameters.emplace_back(parameter.name, value);
-                longer.push_back(with);
-            }
-        shapes = std::move(longer);
-    }
-    return shapes;
-}
-
 // A box variant with every shape of its tuning space on images several tiles wide and several
 // strips tall, so that tiles meet inside rows, strips meet, the strips away from the top and
 // bottom (no row mapping) and the bordered ones both run, and tiles end past the row. Aligned rows
@@ -129,7 +112,6 @@ std::size_t expect_every_shape_exact(const char* name) {
                             {{700, 97, 4, Layout::soa}, PitchKind::allocator}};
     const Mask boxes[] = {masks::box(3), masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5"), flat_mask(1, 9, 1.0f / 9, "box1x9")};
     const std::vector<Border> borders = all_borders();
-    const std::vector<LaunchShape> shapes = every_shape(variant.tuning_space());
     std::size_t n = 0, shapes_run = 0;
     for (const Image& image : images)
         for (const Mask& mask : boxes) {
@@ -140,7 +122,11 @@ std::size_t expect_every_shape_exact(const char* name) {
             DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
             in.upload(input);
             const DeviceMask device_mask(mask);
-            for (const LaunchShape& shape : shapes) {
+            // The tuner's own enumeration: every block shape crossed with every parameter value, each
+            // candidate whether included or not (the occupancy minimum only marks it).
+            const autotune::SearchSpace space = autotune::search_space(variant, problem, 0.01, autotune::device_oracle());
+            for (const autotune::Candidate& candidate : space.candidates) {
+                const LaunchShape& shape = candidate.shape;
                 if (!variant.check_shape(problem, shape)) continue;
                 SCOPED_TRACE(fmt::format("{} {} with {}", name, to_string(problem), to_string(shape)));
                 DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
