@@ -64,6 +64,7 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/variant.hpp"
 #include "kernels/integral_tiles.hpp"
+#include "kernels/warp_scan.hpp"
 
 namespace klab {
 namespace {
@@ -247,14 +248,14 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
         T prefix[kLaneElements];
 #pragma unroll
         for (int c = 0; c < E; ++c) {
-            const T left_total = static_cast<T>(warp_sum(rowleft[c]));  // at most 32 * 2^17 * 255 < 2^32
+            const T left_total = static_cast<T>(warp::sum(rowleft[c]));  // at most 32 * 2^17 * 255 < 2^32
             std::uint32_t run = 0;
 #pragma unroll
             for (int p = 0; p < P; ++p) {
                 run += column_sum[p * E + c];
                 prefix[p * E + c] = run;
             }
-            const std::uint32_t before = warp_inclusive_scan(run, lane) - run;  // at most 2^8 * 32 * 255 < 2^22
+            const std::uint32_t before = warp::exclusive_scan(run, lane);  // at most 2^8 * 32 * 255 < 2^22
 #pragma unroll
             for (int p = 0; p < P; ++p) prefix[p * E + c] += static_cast<T>(before) + left_total;
         }

@@ -53,6 +53,7 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
+#include "kernels/warp_scan.hpp"
 
 namespace klab {
 namespace {
@@ -117,26 +118,7 @@ ScratchLayout scratch_layout(const Geometry& g) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers
-
-__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-    return v;
-}
-
-// Sum of `v` over the lanes below this one.
-template <class V>
-__device__ __forceinline__ V warp_exclusive_scan(V v) {
-    const int lane = static_cast<int>(threadIdx.x % kWarp);
-    V inclusive = v;
-#pragma unroll
-    for (int offset = 1; offset < kWarp; offset *= 2) {
-        const V other = __shfl_up_sync(kFullMask, inclusive, offset);
-        if (lane >= offset) inclusive += other;
-    }
-    return inclusive - v;
-}
+// Device helpers (the warp sums and scans are kernels/warp_scan.hpp's)
 
 // The P pixels (P*E bytes) of this lane in row y of plane p, packed little-endian into P*E/4 words
 // (zero beyond the image's width): plain 4-byte loads where the run is inside the row and 4-byte
@@ -268,7 +250,7 @@ __global__ void integral_tile_sums(ImageView<const std::uint8_t> in, Aggregates 
                 std::uint32_t s = 0;
 #pragma unroll
                 for (int k = 0; k < P; ++k) s += byte_of(group[g], k * E + c);
-                s = warp_sum(s);
+                s = warp::sum(s);
                 if (lane == yg + g - y0) my_row[c] = s;
             }
 #pragma unroll
@@ -295,7 +277,7 @@ __global__ void integral_tile_sums(ImageView<const std::uint8_t> in, Aggregates 
         std::uint32_t s = 0;  // at most 256 * 32 * 255 < 2^22
 #pragma unroll
         for (int k = 0; k < P; ++k) s += column[k * E + c];
-        s = warp_sum(s);
+        s = warp::sum(s);
         if (lane == 0) agg.corners[((static_cast<std::size_t>(tile_y) * tiles_x + tile_x) * planes + plane) * E + c] = s;
     }
 }
@@ -342,7 +324,7 @@ __device__ void warp_exclusive_scan_strided(V* data, int count, std::size_t stri
             v[k] = run;
             run += x;
         }
-        const V before = carry + warp_exclusive_scan<V>(run);
+        const V before = carry + warp::exclusive_scan(run, lane);
 #pragma unroll
         for (int k = 0; k < kPerLane; ++k)
             if (first + k < count) data[(first + k) * stride] = before + v[k];
@@ -419,7 +401,7 @@ __global__ void integral_tile_scan(ImageView<const std::uint8_t> in, ImageView<T
                 run += x0 + k < width ? above[static_cast<std::size_t>(x0 + k) * E + c] : 0u;
                 carry[k * E + c] = run;
             }
-            const T before = warp_exclusive_scan<T>(run) + static_cast<T>(corner[c]);
+            const T before = warp::exclusive_scan(run, lane) + static_cast<T>(corner[c]);
 #pragma unroll
             for (int k = 0; k < P; ++k) carry[k * E + c] += before;
         }
@@ -460,7 +442,7 @@ __global__ void integral_tile_scan(ImageView<const std::uint8_t> in, ImageView<T
 #pragma unroll
                 for (int k = 0; k < P; ++k) own[k] = (run += byte_of(group[g], k * E + c));
                 const std::uint32_t before =
-                    warp_exclusive_scan<std::uint32_t>(run) + __shfl_sync(kFullMask, rowleft[c], y - y0);
+                    warp::exclusive_scan(run, lane) + __shfl_sync(kFullMask, rowleft[c], y - y0);
 #pragma unroll
                 for (int k = 0; k < P; ++k) carry[k * E + c] += static_cast<T>(before + own[k]);
             }

@@ -23,6 +23,7 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
+#include "kernels/warp_scan.hpp"
 
 namespace klab::integral_tiles {
 
@@ -85,22 +86,6 @@ inline Support check_tile_shape(const LaunchShape& shape) {
                                        shape.block_x, shape.block_y, kMaxWarps));
     }
     return Support::yes();
-}
-
-template <class V>
-__device__ __forceinline__ V warp_inclusive_scan(V v, int lane) {
-#pragma unroll
-    for (int offset = 1; offset < kWarp; offset *= 2) {
-        const V other = __shfl_up_sync(kFullMask, v, offset);
-        if (lane >= offset) v += other;
-    }
-    return v;
-}
-
-__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-    return v;
 }
 
 // The bytes of a lane's P pixels (P * E bytes) of one row, little-endian in P * E / 4 words; zero
@@ -209,7 +194,7 @@ __device__ __forceinline__ void sum_rows_and_columns(const ImageView<const std::
             if (r % 2 == 0) {
                 pending[c] = s;
             } else {
-                const std::uint32_t both = warp_sum(pending[c] | s << 16);  // rows r - 1 and r
+                const std::uint32_t both = warp::sum(pending[c] | s << 16);  // rows r - 1 and r
                 if (lane == r - 1) row_sum[c] = both & 0xffffu;
                 if (lane == r) row_sum[c] = both >> 16;
             }
@@ -259,7 +244,7 @@ __device__ __forceinline__ void write_output_row(const LaneRow<E>& row, int r, c
         std::uint32_t run = 0;
 #pragma unroll
         for (int p = 0; p < P; ++p) own[p] = (run += row.byte(p * E + c));
-        const std::uint32_t before = warp_inclusive_scan(run, lane) - run + __shfl_sync(kFullMask, rowleft[c], r);
+        const std::uint32_t before = warp::exclusive_scan(run, lane) + __shfl_sync(kFullMask, rowleft[c], r);
 #pragma unroll
         for (int p = 0; p < P; ++p) carry[p * E + c] += static_cast<T>(before + own[p]);
     }
