@@ -37,8 +37,9 @@
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
-// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 7, 13, 14 and
-// 15 spill 4 to 16 bytes there, box31's (13) among them).
+// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 6, 7, 14 and
+// 15 and the RGBA ones of 0 and 12 spill 4 to 16 bytes there; box9's and box31's RGB kernels, 12
+// and 13, do not).
 // Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
 // the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
 // (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
@@ -48,8 +49,11 @@
 // achieved occupancy of the 37.5% that 80 registers allow, DRAM 25% of peak: the warps wait on the
 // scan's five dependent shuffles and on the loads, with too few of them resident to hide either.
 // Still 2.5x the copy floor on box9: reaching 1.3x needs fewer instructions per byte (the probe
-// probes/box_warp_prefix.cu, box 9 fixed at compile time, 64 registers, runs at 95 us with 16 per
-// byte) and more warps in flight.
+// probes/box_warp_prefix.cu, box 9 fixed at compile time, 64 registers, runs at 90.1 to 95 us with
+// 16 per byte) and more warps in flight. And the structure itself sits above 1.3x: the probe's
+// loop without the row sums (the loads, the slide and the stores only: wrong pixels) takes 64.2 us
+// at strips of 64 rows and 80.5 us at 32, 1.35x and 1.69x the copy of the same run (47.5 us; H200,
+// 2026-11-25), the strips' 2 * ry halo rows read again and the warps too few to cover the loads.
 // Tried and dropped (the same day, same rows): the row sums through the warp's shared memory with
 // the radius a runtime value (each lane read P of bytes lane + 32i: 261 us box9, 97 M instructions,
 // every read a dependent chain); edge lanes through rows::load_bytes_bordered (the border rule's
@@ -70,6 +74,7 @@
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
 #include "kernels/box_sums.hpp"
+#include "kernels/warp_scan.hpp"
 
 namespace klab {
 namespace {
@@ -94,7 +99,7 @@ struct Tiling {
     int tiles;          // warps per stored row (the last one's tile may reach past the row)
     int strip_rows;     // output rows each warp walks down
     int strips;         // strips of the image
-    int rx, ry;         // the box's radii
+    int ry;             // the box's vertical radius
     int lead, trail;    // rx * E and (rx + 1) * E: S(j) = P(j + lead) - P(j - trail)
 };
 
@@ -105,7 +110,6 @@ unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : 
 
 Tiling tiling_of(int stride, int row_bytes, int height, int rx, int ry, int strip_rows) {
     Tiling t{};
-    t.rx = rx;
     t.ry = ry;
     t.lead = rx * stride;
     t.trail = (rx + 1) * stride;
@@ -151,11 +155,10 @@ __device__ __forceinline__ void column_sources(int* sources, int e, int width, B
     }
 }
 
-// The 16 bytes [e, e + 16) of stored row `row` (null: a constant border's row outside the image):
-// one 16-byte load where `vector` (the bytes lie inside the row, rows 16-byte aligned), otherwise
-// byte by byte from `sources`.
+// The 16 bytes [e, e + 16) of stored row `row`: one 16-byte load where `vector` (the bytes lie
+// inside the row, rows 16-byte aligned), otherwise byte by byte from `sources`.
 __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool vector, const int* sources, Border border) {
-    if (vector && row != nullptr) return __ldg(reinterpret_cast<const uint4*>(row + e));
+    if (vector) return __ldg(reinterpret_cast<const uint4*>(row + e));
     std::uint32_t words[4];
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -163,32 +166,27 @@ __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
             const int offset = sources[kWarp * (4 * w + b)];
-            bytes[b] = row == nullptr || offset < 0 ? border.value : __ldg(row + offset);
+            bytes[b] = offset < 0 ? border.value : __ldg(row + offset);
         }
         words[w] = pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]);
     }
     return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
-// Stored row y of the image through the border rule for rows (null: a constant border's row).
-__device__ __forceinline__ const std::uint8_t* bordered_row(const ImageView<const std::uint8_t>& in, int plane, int y, BorderMode mode) {
-    const int sy = rows::row_index(y, in.shape.height, mode);
-    return sy < 0 ? nullptr : in.row(sy, plane);
+// The same bytes of row y through the border rule for rows: a constant border's row outside the
+// image is the border's value throughout.
+__device__ __forceinline__ uint4 bordered_span_bytes(const ImageView<const std::uint8_t>& in, int plane, int y, int e, bool vector,
+                                                     const int* sources, Border border) {
+    const int sy = rows::row_index(y, in.shape.height, border.mode);
+    if (sy < 0) {
+        const std::uint32_t splat = static_cast<std::uint32_t>(border.value) * 0x01010101u;
+        return make_uint4(splat, splat, splat, splat);
+    }
+    return span_bytes(in.row(sy, plane), e, vector, sources, border);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The prefix
-
-template <class T>
-__device__ __forceinline__ T exclusive_warp_scan(T value, int lane) {
-    T scan = value;
-#pragma unroll
-    for (int d = 1; d < kWarp; d *= 2) {
-        const T below = __shfl_up_sync(kFullMask, scan, d);
-        if (lane >= d) scan += below;
-    }
-    return scan - value;
-}
 
 // P of the lane's 16 bytes, given its V: the lane's own prefix along each chain of elements E
 // apart, plus the sums of the chain's channel over the lanes before it. `phase` is the channel of
@@ -203,22 +201,22 @@ __device__ __forceinline__ void span_prefix(const std::uint32_t (&v)[8], int lan
     }
     std::uint32_t carry[E];
     if constexpr (E == 1) {
-        carry[0] = exclusive_warp_scan(p[15], lane);
+        carry[0] = warp::exclusive_scan(p[15], lane);
     } else if constexpr (E == 3) {
         // Chain c (elements k = c mod 3) has channel (phase + c) mod 3; its total is p[15], p[13] or p[14].
         const unsigned long long t0 = p[15], t1 = p[13], t2 = p[14];
         const unsigned long long totals = phase == 0   ? t0 | t1 << 21 | t2 << 42
                                           : phase == 1 ? t2 | t0 << 21 | t1 << 42
                                                        : t1 | t2 << 21 | t0 << 42;
-        const unsigned long long before = exclusive_warp_scan(totals, lane);
+        const unsigned long long before = warp::exclusive_scan(totals, lane);
         const auto field = [&](int channel) { return static_cast<std::uint32_t>(before >> (21 * channel) & 0x1fffffu); };
         carry[0] = field(phase);
         carry[1] = field(phase == 2 ? 0 : phase + 1);
         carry[2] = field(phase == 0 ? 2 : phase - 1);
     } else {
         static_assert(E == 4, "1, 3 or 4 bytes per pixel");
-        const unsigned long long low = exclusive_warp_scan(static_cast<unsigned long long>(p[12]) | static_cast<unsigned long long>(p[13]) << 32, lane);
-        const unsigned long long high = exclusive_warp_scan(static_cast<unsigned long long>(p[14]) | static_cast<unsigned long long>(p[15]) << 32, lane);
+        const unsigned long long low = warp::exclusive_scan(static_cast<unsigned long long>(p[12]) | static_cast<unsigned long long>(p[13]) << 32, lane);
+        const unsigned long long high = warp::exclusive_scan(static_cast<unsigned long long>(p[14]) | static_cast<unsigned long long>(p[15]) << 32, lane);
         carry[0] = static_cast<std::uint32_t>(low), carry[1] = static_cast<std::uint32_t>(low >> 32);
         carry[2] = static_cast<std::uint32_t>(high), carry[3] = static_cast<std::uint32_t>(high >> 32);
     }
@@ -280,7 +278,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
             interior_row += in_pitch;
             return bytes;
         } else {
-            return span_bytes(bordered_row(in, plane, y, border.mode), e, vector, sources, border);
+            return bordered_span_bytes(in, plane, y, e, vector, sources, border);
         }
     };
 
@@ -338,7 +336,7 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
         uint4 rows_in[kFirstBatch];
 #pragma unroll
         for (int k = 0; k < kFirstBatch; ++k) {
-            rows_in[k] = y + k < y_begin + t.ry ? span_bytes(bordered_row(in, plane, y + k, border.mode), e, vector, sources, border)
+            rows_in[k] = y + k < y_begin + t.ry ? bordered_span_bytes(in, plane, y + k, e, vector, sources, border)
                                                 : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
