@@ -37,9 +37,8 @@
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
-// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 6, 7, 14 and
-// 15 and the RGBA ones of 0 and 12 spill 4 to 16 bytes there; box9's and box31's RGB kernels, 12
-// and 13, do not).
+// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 7, 13, 14 and
+// 15 spill 4 to 16 bytes there, box31's (13) among them).
 // Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
 // the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
 // (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
@@ -60,6 +59,12 @@
 // divisions per byte and row: those warps ran 6x longer than the rest, 222 us box9); a 64-register
 // cap (spills in the RGB and RGBA kernels: 108.0 / 121.7 / 171.3 us) and none (96 to 104
 // registers: 104.6 / 117.8 / 169.6 us, within 3%).
+// Also dropped (H200, 2026-11-25, klab tune then klab-bench on copies, medians of 5): a constant
+// border's row outside the image as a splat before the byte-by-byte path, and interior loads without
+// its null-row test (so that no lane reads column sources it never wrote: on such a row the values
+// read are unused, as every byte is the border's value): box9 130.5 us, box31 189.7 us, HD box9
+// 44.0 us, against 119.9 / 171.0 / 33.0 us for this file in the same run (the schedule the compiler
+// chose changed with it; not analysed further).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -99,7 +104,7 @@ struct Tiling {
     int tiles;          // warps per stored row (the last one's tile may reach past the row)
     int strip_rows;     // output rows each warp walks down
     int strips;         // strips of the image
-    int ry;             // the box's vertical radius
+    int rx, ry;         // the box's radii
     int lead, trail;    // rx * E and (rx + 1) * E: S(j) = P(j + lead) - P(j - trail)
 };
 
@@ -110,6 +115,7 @@ unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : 
 
 Tiling tiling_of(int stride, int row_bytes, int height, int rx, int ry, int strip_rows) {
     Tiling t{};
+    t.rx = rx;
     t.ry = ry;
     t.lead = rx * stride;
     t.trail = (rx + 1) * stride;
@@ -155,10 +161,11 @@ __device__ __forceinline__ void column_sources(int* sources, int e, int width, B
     }
 }
 
-// The 16 bytes [e, e + 16) of stored row `row`: one 16-byte load where `vector` (the bytes lie
-// inside the row, rows 16-byte aligned), otherwise byte by byte from `sources`.
+// The 16 bytes [e, e + 16) of stored row `row` (null: a constant border's row outside the image):
+// one 16-byte load where `vector` (the bytes lie inside the row, rows 16-byte aligned), otherwise
+// byte by byte from `sources`.
 __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool vector, const int* sources, Border border) {
-    if (vector) return __ldg(reinterpret_cast<const uint4*>(row + e));
+    if (vector && row != nullptr) return __ldg(reinterpret_cast<const uint4*>(row + e));
     std::uint32_t words[4];
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -166,23 +173,17 @@ __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
             const int offset = sources[kWarp * (4 * w + b)];
-            bytes[b] = offset < 0 ? border.value : __ldg(row + offset);
+            bytes[b] = row == nullptr || offset < 0 ? border.value : __ldg(row + offset);
         }
         words[w] = pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]);
     }
     return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
-// The same bytes of row y through the border rule for rows: a constant border's row outside the
-// image is the border's value throughout.
-__device__ __forceinline__ uint4 bordered_span_bytes(const ImageView<const std::uint8_t>& in, int plane, int y, int e, bool vector,
-                                                     const int* sources, Border border) {
-    const int sy = rows::row_index(y, in.shape.height, border.mode);
-    if (sy < 0) {
-        const std::uint32_t splat = static_cast<std::uint32_t>(border.value) * 0x01010101u;
-        return make_uint4(splat, splat, splat, splat);
-    }
-    return span_bytes(in.row(sy, plane), e, vector, sources, border);
+// Stored row y of the image through the border rule for rows (null: a constant border's row).
+__device__ __forceinline__ const std::uint8_t* bordered_row(const ImageView<const std::uint8_t>& in, int plane, int y, BorderMode mode) {
+    const int sy = rows::row_index(y, in.shape.height, mode);
+    return sy < 0 ? nullptr : in.row(sy, plane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
             interior_row += in_pitch;
             return bytes;
         } else {
-            return bordered_span_bytes(in, plane, y, e, vector, sources, border);
+            return span_bytes(bordered_row(in, plane, y, border.mode), e, vector, sources, border);
         }
     };
 
@@ -336,7 +337,7 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
         uint4 rows_in[kFirstBatch];
 #pragma unroll
         for (int k = 0; k < kFirstBatch; ++k) {
-            rows_in[k] = y + k < y_begin + t.ry ? bordered_span_bytes(in, plane, y + k, e, vector, sources, border)
+            rows_in[k] = y + k < y_begin + t.ry ? span_bytes(bordered_row(in, plane, y + k, border.mode), e, vector, sources, border)
                                                 : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
