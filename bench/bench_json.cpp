@@ -32,11 +32,17 @@ std::vector<std::string> split(std::string_view text, char separator) {
     return parts;
 }
 
+// Strips every trailing time suffix, not just one: a name that ends in two ("x/real_time/real_time",
+// which Google Benchmark never writes but a hand-edited file may) must map to the same key whether
+// the parser or find() strips it, or find() would miss a run the file holds.
 std::string_view without_manual_time(std::string_view name) {
-    for (std::string_view suffix : kTimeSuffixes) {
-        if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
-            name.remove_suffix(suffix.size());
-            break;
+    for (bool stripped = true; stripped;) {
+        stripped = false;
+        for (std::string_view suffix : kTimeSuffixes) {
+            if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+                name.remove_suffix(suffix.size());
+                stripped = true;
+            }
         }
     }
     return name;
