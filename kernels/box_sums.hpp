@@ -1,6 +1,6 @@
-// What the exact box-filter variants (conv.box_running_sums, conv.box_sliding_sums) share: which
-// masks are boxes (and the refusal of other masks) and how an exact integer box sum S becomes the
-// reference's output byte.
+// What the exact box-filter variants (conv.box_running_sums, conv.box_sliding_sums,
+// conv.box_warp_scan) share: which masks are boxes (and the refusal of other masks), how an exact
+// integer box sum S becomes the reference's output byte, and two helpers of their host code.
 //
 // Exactness (both variants rely on it): S is an exact integer (< 31 * 31 * 255 < 2^18). The
 // reference sums m * p in double, which is exact (m = M * 2^-t with M < 2^24, every partial sum
@@ -18,6 +18,8 @@
 // kernel file that includes it, so editing it invalidates their tuning records.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -97,5 +99,14 @@ inline Rounding rounding_of(const Mask& mask) {
     r.shift = shift;
     return r;
 }
+
+// Whether `value` is one of `values` (a tuning parameter's allowed values).
+template <std::size_t N>
+bool listed(const std::array<int, N>& values, int value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+// The grid's layers: one for an AoS image, one per plane of an SoA image.
+inline unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
 
 }  // namespace klab::box_sums

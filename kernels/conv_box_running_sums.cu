@@ -62,6 +62,7 @@ namespace klab {
 namespace {
 
 using box_sums::box_support;
+using box_sums::planes_of;
 using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
@@ -378,8 +379,6 @@ int segments_of(const Problem& problem) {
     const int per_segment = output_lanes(stride, problem.mask->radius_x()) * lane_bytes(stride);
     return static_cast<int>(grid_side(problem.shape.width * stride, per_segment));
 }
-unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
-
 class ConvBoxRunningSums final : public Variant {
 public:
     std::string name() const override { return "conv.box_running_sums"; }

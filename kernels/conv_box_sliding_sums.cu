@@ -47,12 +47,21 @@
 // warps per SM), DRAM 27% of peak; stall samples: the column pass's loads 17%, the barrier after
 // the column pass 17%, fixed-latency dependencies 17%. Still above the 1.3x target: each group
 // waits at a barrier for its slowest warp's loads, and the issue slots are under half busy. Hiding
-// those loads needs them in flight across the row pass (registers this occupancy does not have) or
-// a ring of input rows in shared memory filled ahead by the copy engine: not built.
+// those loads needs them in flight across the row pass: registers this occupancy does not have, or
+// a ring of input rows in shared memory filled ahead, which costs more occupancy than it hides
+// (measured, below).
 // Tried and dropped: a copy of the strip's first sums with plain loads under a 4-block register
 // bound (64): spills, box31 185 us, box9 129 us, box3 120 us (2026-11-24); strip heights in steps
 // of 16 from 32 to 256 (so that a grid can fill whole waves of 8 blocks per SM): the tuner still
-// chose 32 rows for box3 and box9, and box31 moved by under 1% (2026-11-25).
+// chose 32 rows for box3 and box9, and box31 moved by under 1% (2026-11-25); a ring of input rows
+// in shared memory (2026-11-26, scripts/gpu-experiment.sh, tuned on 8K RGB box9 and box31, medians
+// of 5; its conformance cases passed): in strips away from the image's edges each thread copies
+// its own 8 bytes of every row into its slots of the ring with 8-byte cp.async, one group ahead,
+// and takes the entering and the leaving rows from there (no loads wait in the column pass):
+// box9 143.9 us, box31 246.5 us against 122.6 and 189.1 us for this variant in the same run; two
+// groups ahead 193.2 and 273.2 us. The ring (2 * ry + 1 rows and the group twice, 8 bytes a
+// thread each: 25 KB for box9 at 32x4 group=8) and 110 registers (62 here) left the tuned shapes
+// at 25% and 18.7% theoretical occupancy.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -71,6 +80,8 @@ namespace klab {
 namespace {
 
 using box_sums::box_support;
+using box_sums::listed;
+using box_sums::planes_of;
 using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
@@ -99,8 +110,6 @@ struct Tiling {
     int strip_rows;     // output rows each block walks down
     int rx, ry;         // the box's radii
 };
-
-unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
 
 // The tiling of `threads` threads, `group_rows` rows at a time, for pixels of `stride` bytes; its
 // segment_bytes is 0 when the span of 8 bytes per thread cannot hold the box's halo and one chunk
@@ -384,11 +393,6 @@ Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
     const int strips = (height + rows - 1) / rows;
     return tiling_of(rows::element_stride(problem.shape), problem.mask->radius_x(), problem.mask->radius_y(), shape.block_x * shape.block_y,
                      shape.parameter("group"), (height + strips - 1) / strips);
-}
-
-template <std::size_t N>
-bool listed(const std::array<int, N>& values, int value) {
-    return std::find(values.begin(), values.end(), value) != values.end();
 }
 
 class ConvBoxSlidingSums final : public Variant {

@@ -85,6 +85,8 @@ namespace klab {
 namespace {
 
 using box_sums::box_support;
+using box_sums::listed;
+using box_sums::planes_of;
 using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
@@ -104,18 +106,15 @@ struct Tiling {
     int tiles;          // warps per stored row (the last one's tile may reach past the row)
     int strip_rows;     // output rows each warp walks down
     int strips;         // strips of the image
-    int rx, ry;         // the box's radii
+    int ry;             // the box's vertical radius
     int lead, trail;    // rx * E and (rx + 1) * E: S(j) = P(j + lead) - P(j - trail)
 };
 
 // Each warp's column sources (column_sources): 16 words per lane.
 std::size_t shared_bytes(const LaunchShape& shape) { return static_cast<std::size_t>(shape.block_y) * kWarp * kLaneBytes * sizeof(int); }
 
-unsigned planes_of(const ImageShape& s) { return s.layout == Layout::aos ? 1u : static_cast<unsigned>(s.channels); }
-
 Tiling tiling_of(int stride, int row_bytes, int height, int rx, int ry, int strip_rows) {
     Tiling t{};
-    t.rx = rx;
     t.ry = ry;
     t.lead = rx * stride;
     t.trail = (rx + 1) * stride;
@@ -147,7 +146,7 @@ __device__ __forceinline__ std::uint32_t pack_bytes(std::uint32_t b0, std::uint3
 }
 
 // Where each of a lane's 16 bytes comes from in a stored row, for the lanes whose bytes reach
-// outside the row (or all lanes, where rows are not aligned for 16-byte loads): its byte offset, or
+// outside the row (all lanes where rows are not aligned for 16-byte loads, or the border is constant): its byte offset, or
 // -1 for the constant border's value. The border rule per byte, worked out once per warp into
 // shared memory (byte b of lane l at word 32 * b + l: a warp's reads fall in distinct banks).
 template <int E>
@@ -329,7 +328,9 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     const int phase = E == 3 ? ((e % 3) + 3) % 3 : 0;
     extern __shared__ int shared_sources[];
     int* const sources = shared_sources + kWarp * kLaneBytes * static_cast<int>(threadIdx.y) + lane;
-    if (!vector) column_sources<E>(sources, e, in.shape.width, border.mode);  // only this lane reads them
+    // Only this lane reads them: lanes without 16-byte loads, and under a constant border every
+    // lane, since span_bytes reads them for a row outside the image (whose bytes are the value).
+    if (!vector || border.mode == BorderMode::constant) column_sources<E>(sources, e, in.shape.width, border.mode);
 
     // V of the row before the strip's first: rows y_begin - ry - 1 ... y_begin + ry - 1.
     std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
@@ -376,11 +377,6 @@ Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
     const int stride = rows::element_stride(problem.shape);
     return tiling_of(stride, problem.shape.width * stride, problem.shape.height, problem.mask->radius_x(), problem.mask->radius_y(),
                      shape.parameter("rows"));
-}
-
-template <std::size_t N>
-bool listed(const std::array<int, N>& values, int value) {
-    return std::find(values.begin(), values.end(), value) != values.end();
 }
 
 class ConvBoxWarpScan final : public Variant {
