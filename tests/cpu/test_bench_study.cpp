@@ -225,6 +225,20 @@ TEST(BenchJson, RepetitionsCountersUnitsAndFailures) {
     EXPECT_FALSE(file.find("BM_unknown")->parts);  // kept, but not one of klab's names
 }
 
+// A name with two time suffixes (never written by Google Benchmark, but a file may hold one) is
+// one run, and find() reaches it by any of its spellings (the fuzzer's find: a doubled suffix was
+// stripped once by the parser and twice on the way to find()).
+TEST(BenchJson, TimeSuffixesAreStrippedAlikeByTheParserAndFind) {
+    const BenchFile file = parse_bench_json(R"({"benchmarks": [{"name": "a/b/real_time/real_time", "real_time": 1, "time_unit": "us"},
+                                                               {"name": "a/b/manual_time", "real_time": 3, "time_unit": "us"}]})",
+                                            "test.json");
+    ASSERT_EQ(file.runs.size(), 1u);  // both entries are repetitions of "a/b"
+    EXPECT_EQ(file.runs[0].name, "a/b");
+    EXPECT_EQ(file.runs[0].samples_us, (std::vector<double>{1.0, 3.0}));
+    for (const char* spelling : {"a/b", "a/b/real_time", "a/b/manual_time/real_time"}) EXPECT_EQ(file.find(spelling), &file.runs[0]) << spelling;
+    EXPECT_EQ(file.find("a"), nullptr);
+}
+
 TEST(BenchJson, InvalidFilesAreRefusedWithTheReason) {
     const auto message_of = [](const std::string& text) {
         try {
