@@ -37,8 +37,9 @@
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
-// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 7, 13, 14 and
-// 15 spill 4 to 16 bytes there, box31's (13) among them).
+// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 0, 14 and 15
+// and the RGBA kernel of offset 8 spill 4 to 8 bytes there). The span's helpers (the column slide,
+// the bordered lanes' bytes, the stores) are kernels/box_span.hpp, shared with conv.box_warp_ring.
 // Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
 // the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
 // (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
@@ -78,12 +79,23 @@
 #include "harness/mask.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/box_span.hpp"
 #include "kernels/box_sums.hpp"
 #include "kernels/warp_scan.hpp"
 
 namespace klab {
 namespace {
 
+using box_span::bordered_row;
+using box_span::column_sources;
+using box_span::kFullMask;
+using box_span::kLaneBytes;
+using box_span::kSpanBytes;
+using box_span::kWarp;
+using box_span::pack_bytes;
+using box_span::slide_columns;
+using box_span::span_bytes;
+using box_span::store_span_bytes;
 using box_sums::box_support;
 using box_sums::listed;
 using box_sums::planes_of;
@@ -91,11 +103,7 @@ using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
 
-constexpr int kWarp = 32;
-constexpr int kLaneBytes = 16;                // one 16-byte load per lane and row
-constexpr int kSpanBytes = kWarp * kLaneBytes;  // 512: a warp's span of a row
 constexpr int kFirstBatch = 4;                // a strip's first rows: the loads of 4 rows at a time
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
 constexpr std::array<int, 3> kStripRows = {16, 32, 64};
 
@@ -125,64 +133,6 @@ Tiling tiling_of(int stride, int row_bytes, int height, int rx, int ry, int stri
     t.strips = static_cast<int>(grid_side(height, strip_rows));
     t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
     return t;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The columns
-
-// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
-__device__ __forceinline__ void slide_columns(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
-    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
-        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
-    }
-}
-
-// Four bytes (each in the low byte of a word) to one word, the first lowest.
-__device__ __forceinline__ std::uint32_t pack_bytes(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
-    return __byte_perm(__byte_perm(b0, b1, 0x0040u), __byte_perm(b2, b3, 0x0040u), 0x5410u);
-}
-
-// Where each of a lane's 16 bytes comes from in a stored row, for the lanes whose bytes reach
-// outside the row (all lanes where rows are not aligned for 16-byte loads, or the border is constant): its byte offset, or
-// -1 for the constant border's value. The border rule per byte, worked out once per warp into
-// shared memory (byte b of lane l at word 32 * b + l: a warp's reads fall in distinct banks).
-template <int E>
-__device__ __forceinline__ void column_sources(int* sources, int e, int width, BorderMode mode) {
-#pragma unroll 1
-    for (int b = 0; b < kLaneBytes; ++b) {
-        const int element = e + b;
-        const int x = element >= 0 ? element / E : -((-element + E - 1) / E);  // floor(element / E)
-        const int sx = border_index(x, width, mode);
-        sources[kWarp * b] = sx < 0 ? -1 : sx * E + (element - x * E);
-    }
-}
-
-// The 16 bytes [e, e + 16) of stored row `row` (null: a constant border's row outside the image):
-// one 16-byte load where `vector` (the bytes lie inside the row, rows 16-byte aligned), otherwise
-// byte by byte from `sources`.
-__device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool vector, const int* sources, Border border) {
-    if (vector && row != nullptr) return __ldg(reinterpret_cast<const uint4*>(row + e));
-    std::uint32_t words[4];
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        std::uint32_t bytes[4];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-            const int offset = sources[kWarp * (4 * w + b)];
-            bytes[b] = row == nullptr || offset < 0 ? border.value : __ldg(row + offset);
-        }
-        words[w] = pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]);
-    }
-    return make_uint4(words[0], words[1], words[2], words[3]);
-}
-
-// Stored row y of the image through the border rule for rows (null: a constant border's row).
-__device__ __forceinline__ const std::uint8_t* bordered_row(const ImageView<const std::uint8_t>& in, int plane, int y, BorderMode mode) {
-    const int sy = rows::row_index(y, in.shape.height, mode);
-    return sy < 0 ? nullptr : in.row(sy, plane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,16 +245,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
         span_prefix<E>(v, lane, phase, p);
         const uint4 value = rounding.normalized ? output_bytes<Lead, TrailUp, true>(p, lane + lead_lanes, lane - trail_lanes, rounding)
                                                 : output_bytes<Lead, TrailUp, false>(p, lane + lead_lanes, lane - trail_lanes, rounding);
-        if (output_lane) {
-            if (out_vector) {
-                __stcs(reinterpret_cast<uint4*>(dst), value);  // streaming (evict-first): not read again
-            } else {
-                for (int b = 0; b < kLaneBytes && e + b < row_bytes; ++b) {
-                    const std::uint32_t word = b < 8 ? (b < 4 ? value.x : value.y) : (b < 12 ? value.z : value.w);
-                    dst[b] = static_cast<std::uint8_t>(word >> (8 * (b % 4)));
-                }
-            }
-        }
+        if (output_lane) store_span_bytes(dst, value, e, row_bytes, out_vector);
     }
 }
 

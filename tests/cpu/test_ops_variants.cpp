@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "harness/problem.hpp"
 #include "harness/variant.hpp"
 
@@ -26,7 +28,8 @@ TEST(OpsVariants, AreRegisteredForTheirOps) {
     for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
     }
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan"}) {
+    for (const char* name :
+         {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan", "conv.box_warp_ring"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
     }
 }
@@ -286,6 +289,58 @@ TEST(OpsVariants, BoxWarpScanTilesAndGrid) {
     EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 16);
     EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 4u);
     EXPECT_EQ(variant.scratch_bytes(rgb9, walk32), 0u);
+}
+
+// conv.box_warp_ring: boxes up to 9 wide (a lane's neighbours hold its row sums' bytes) and of area
+// up to 256 (S in 16 bits), whatever the channels; other masks are refused with the reason.
+TEST(OpsVariants, BoxWarpRingTakesNarrowBoxesOfSmallAreaAndSaysWhy) {
+    const Variant& variant = Registry::instance().get("conv.box_warp_ring");
+    for (int channels : {1, 3, 4}) {
+        SCOPED_TRACE(channels);
+        const ImageShape image{64, 48, channels, Layout::aos};
+        for (const Mask& mask : {masks::box(1), masks::box(3), masks::box(9), Mask(9, 27, std::vector<float>(243, 1.0f / 243), "box9x27"),
+                                 Mask(1, 31, std::vector<float>(31, 1.0f), "ones1x31"), Mask(5, 1, std::vector<float>(5, -0.5f), "negative")}) {
+            EXPECT_TRUE(variant.supports(convolve_problem(image, mask, Border{}))) << mask.name();
+        }
+        for (const Mask& mask : {masks::box(11), masks::box(31), Mask(9, 29, std::vector<float>(261, 1.0f / 261), "box9x29")}) {
+            const Support refused = variant.supports(convolve_problem(image, mask, Border{}));
+            EXPECT_FALSE(refused) << mask.name();
+            EXPECT_EQ(refused.reason(), fmt::format("boxes up to 9 wide and of area up to 256 ({}: {}x{}): the row sums take a lane's "
+                                                    "neighbours' bytes only and keep S in 16 bits (conv.box_warp_scan takes every box)",
+                                                    mask.name(), mask.width(), mask.height()));
+        }
+        EXPECT_FALSE(variant.supports(convolve_problem(image, masks::gaussian(3), Border{})));
+    }
+}
+
+// conv.box_warp_ring: the tiles of lanes 1 ... 30 (480 bytes), a warp per tile and strip; shared
+// memory per warp: 2 KB of column sources and a ring of 2 * ry + 1 + 4 rows of 512 bytes.
+TEST(OpsVariants, BoxWarpRingTilesGridAndRing) {
+    const Variant& variant = Registry::instance().get("conv.box_warp_ring");
+    const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{64, 4, {{"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 4, {{"rows", 24}}}));
+    const LaunchShape walk32{32, 4, {{"rows", 32}}};
+    ASSERT_TRUE(variant.check_shape(rgb9, walk32));
+    // 48 tiles of a 23040-byte row, 135 strips of 32 rows: 6480 warps in blocks of 4.
+    const std::vector<KernelLaunch> k = variant.kernels(rgb9, walk32);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].grid.x, 48u * 135u / 4u);
+    EXPECT_EQ(k[0].grid.z, 1u);
+    EXPECT_EQ(k[0].dynamic_shared_bytes, 4u * (32u * 16u * 4u + 13u * 512u));
+    // A 9x27 box: a ring of 31 rows; SoA planes are grid layers; the strips share 1080 rows evenly.
+    const Problem soa = convolve_problem({1920, 1080, 4, Layout::soa}, Mask(9, 27, std::vector<float>(243, 1.0f / 243), "box9x27"), Border{});
+    const std::vector<KernelLaunch> s = variant.kernels(soa, LaunchShape{32, 2, {{"rows", 16}}});
+    EXPECT_EQ(s[0].grid.x, 4u * 68u / 2u);  // 1920 bytes: 4 tiles; 68 strips of at most 16 rows
+    EXPECT_EQ(s[0].grid.z, 4u);
+    EXPECT_EQ(s[0].dynamic_shared_bytes, 2u * (32u * 16u * 4u + 31u * 512u));
+    EXPECT_EQ(variant.scratch_bytes(rgb9, walk32), 0u);
+    for (const ImageShape& image : {ImageShape{8192, kMaxImageSide, 1, Layout::aos}, ImageShape{kMaxImageSide, 8192, 4, Layout::soa}}) {
+        for (const KernelLaunch& launch : variant.kernels(convolve_problem(image, masks::box(9), Border{}), walk32)) {
+            EXPECT_LE(launch.grid.x, 2147483647u);
+            EXPECT_LE(launch.grid.z, 65535u);
+        }
+    }
 }
 
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {

@@ -103,13 +103,16 @@ const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
 
 // Variants that take only masks whose taps follow a rule (within the sides above), and what their
 // refusal of the others says: conv.packed_window's 16-bit lanes, taps that are multiples of 1/256
-// (of the flat masks here, box 1 only).
+// (of the flat masks here, box 1 only); conv.box_warp_ring's row sums from a lane's neighbours in
+// 16-bit lanes, boxes up to 9 wide and of area up to 256.
 struct TapsRule {
     bool (*takes)(const Mask&);
     std::string reason;
 };
 const std::map<std::string, TapsRule> kTapsRule = {
-    {"conv.packed_window", {[](const Mask& m) { return m.width() * m.height() == 1; }, "multiples of 1/256"}}};
+    {"conv.packed_window", {[](const Mask& m) { return m.width() * m.height() == 1; }, "multiples of 1/256"}},
+    {"conv.box_warp_ring",
+     {[](const Mask& m) { return m.width() <= 9 && m.width() * m.height() <= 256; }, "boxes up to 9 wide and of area up to 256"}}};
 
 TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {

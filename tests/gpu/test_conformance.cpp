@@ -299,6 +299,8 @@ bool is_box(const Mask& mask) {
 // up to 3x3 (conv.shuffle_window, 16 elements per thread; conv.shuffle_ring takes 9x9 with 8).
 bool up_to_9x9(const Mask& mask) { return mask.width() <= 9 && mask.height() <= 9; }
 bool up_to_3x3(const Mask& mask) { return mask.width() <= 3 && mask.height() <= 3; }
+// conv.box_warp_ring: row sums from a lane's neighbours only (rx <= 4) and in 16-bit lanes (area <= 256).
+bool is_box_up_to_9_wide_area_256(const Mask& mask) { return is_box(mask) && mask.width() <= 9 && mask.width() * mask.height() <= 256; }
 bool separable_up_to_9x9(const Mask& mask) { return is_separable(mask) && up_to_9x9(mask); }
 // conv.packed_window's 16-bit lanes: up to 3x3, taps k / 256 with k >= 0, summing to at most 1.
 bool packs_into_16_bits(const Mask& mask) {
@@ -317,7 +319,7 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.register_window_async", &up_to_9x9},     {"conv.separable_sliding", &separable_up_to_9x9},
     {"conv.box_running_sums", &is_box},             {"conv.shuffle_window", &up_to_3x3},
     {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box},
-    {"conv.box_warp_scan", &is_box},
+    {"conv.box_warp_scan", &is_box},              {"conv.box_warp_ring", &is_box_up_to_9_wide_area_256},
     {"conv.packed_window", &packs_into_16_bits},    {"conv.separable_column_first", &separable_up_to_9x9},
     {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9}};
 

@@ -1,6 +1,7 @@
 // The exact test of the box variants (kExactBoxVariants): every border, box sizes from 1x1 to 31x31
-// and boxes whose coefficient is not 1/n, compared element for element with the CPU reference; and
-// conv.box_sliding_sums and conv.box_warp_scan with every launch shape of their tuning spaces on
+// (those a variant takes, where it does not take every box) and boxes whose coefficient is not 1/n,
+// compared element for element with the CPU reference; and conv.box_sliding_sums,
+// conv.box_warp_scan and conv.box_warp_ring with every launch shape of their tuning spaces on
 // images of several tiles.
 #include <gtest/gtest.h>
 
@@ -61,7 +62,9 @@ std::vector<OpParam> box_params() {
     for (const char* name : kExactBoxVariants) {
         const Variant* variant = Registry::instance().find(name);
         if (variant == nullptr) continue;
-        for (std::size_t i = 0; i < box_cases().size(); ++i) params.push_back({variant, i});
+        for (std::size_t i = 0; i < box_cases().size(); ++i) {
+            if (takes_every_box(name) || variant->supports(box_cases()[i].problem)) params.push_back({variant, i});
+        }
     }
     return params;
 }
@@ -117,6 +120,7 @@ std::size_t expect_every_shape_exact(const char* name) {
         for (const Mask& mask : boxes) {
             const Border border = borders[n++ % borders.size()];
             const Problem problem = convolve_problem(image.shape, mask, border);
+            if (!takes_every_box(name) && !variant.supports(problem)) continue;
             const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
             const ImageU8 expected = reference::convolve(input, mask, border, 0);
             DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
@@ -149,6 +153,12 @@ TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
 TEST(BoxWarpScanShapes, EveryShapeOfTheTuningSpaceIsExact) {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
     EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 12u * 9u);
+}
+
+// conv.box_warp_ring: warps and strip rows (9 shapes) on the boxes it takes (box 31 is not one).
+TEST(BoxWarpRingShapes, EveryShapeOfTheTuningSpaceIsExact) {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_ring"), 9u * 9u);
 }
 
 std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {

@@ -110,6 +110,7 @@ TEST_F(OpsLargeImages, BoxVariantsOn8KRgbBox9And31) {
         const DeviceMask mask(*problem.mask);
         for (const char* name : kExactBoxVariants) {
             const Variant& variant = Registry::instance().get(name);
+            if (!takes_every_box(name) && !variant.supports(problem)) continue;
             DeviceImage<std::uint8_t> out(problem.shape);
             run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), mask.view()}, variant.default_shape(problem));
             const Verification v = verify_exact(expected, out.download());

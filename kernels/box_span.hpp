@@ -1,0 +1,97 @@
+// What the box variants that give a warp a 512-byte span of a row (conv.box_warp_scan,
+// conv.box_warp_ring) share: the span's geometry, the column sums' slide in 16-bit lanes, and the
+// byte-by-byte path of the lanes whose bytes reach outside the row (the border rule per byte,
+// worked out once per warp).
+//
+// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
+// kernel file that includes it, so editing it invalidates their tuning records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "harness/border.hpp"
+#include "harness/image.hpp"
+#include "harness/row_stream.hpp"
+
+namespace klab::box_span {
+
+constexpr int kWarp = 32;
+constexpr int kLaneBytes = 16;                  // one 16-byte load per lane and row
+constexpr int kSpanBytes = kWarp * kLaneBytes;  // 512: a warp's span of a row
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
+// V <= 31 * 255 < 2^16, and V + new - old never borrows because V holds old.
+__device__ __forceinline__ void slide_columns(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
+    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
+        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
+    }
+}
+
+// Four bytes (each in the low byte of a word) to one word, the first lowest.
+__device__ __forceinline__ std::uint32_t pack_bytes(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
+    return __byte_perm(__byte_perm(b0, b1, 0x0040u), __byte_perm(b2, b3, 0x0040u), 0x5410u);
+}
+
+// Where each of a lane's 16 bytes comes from in a stored row, for the lanes whose bytes reach
+// outside the row (all lanes where rows are not aligned for 16-byte loads, or the border is
+// constant): its byte offset, or -1 for the constant border's value. The border rule per byte,
+// worked out once per warp into shared memory (byte b of lane l at word 32 * b + l: a warp's
+// reads fall in distinct banks).
+template <int E>
+__device__ __forceinline__ void column_sources(int* sources, int e, int width, BorderMode mode) {
+#pragma unroll 1
+    for (int b = 0; b < kLaneBytes; ++b) {
+        const int element = e + b;
+        const int x = element >= 0 ? element / E : -((-element + E - 1) / E);  // floor(element / E)
+        const int sx = border_index(x, width, mode);
+        sources[kWarp * b] = sx < 0 ? -1 : sx * E + (element - x * E);
+    }
+}
+
+// The 16 bytes [e, e + 16) of stored row `row` (null: a constant border's row outside the image):
+// one 16-byte load where `vector` (the bytes lie inside the row, rows 16-byte aligned), otherwise
+// byte by byte from `sources`.
+__device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool vector, const int* sources, Border border) {
+    if (vector && row != nullptr) return __ldg(reinterpret_cast<const uint4*>(row + e));
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        std::uint32_t bytes[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int offset = sources[kWarp * (4 * w + b)];
+            bytes[b] = row == nullptr || offset < 0 ? border.value : __ldg(row + offset);
+        }
+        words[w] = pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3]);
+    }
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// Stored row y of the image through the border rule for rows (null: a constant border's row).
+__device__ __forceinline__ const std::uint8_t* bordered_row(const ImageView<const std::uint8_t>& in, int plane, int y, BorderMode mode) {
+    const int sy = rows::row_index(y, in.shape.height, mode);
+    return sy < 0 ? nullptr : in.row(sy, plane);
+}
+
+// A lane's 16 output bytes into row `dst` (its first byte e of a row of row_bytes): one streaming
+// 16-byte store where `vector` (inside the row, rows 16-byte aligned), else byte by byte up to the
+// row's end.
+__device__ __forceinline__ void store_span_bytes(std::uint8_t* dst, uint4 value, int e, int row_bytes, bool vector) {
+    if (vector) {
+        __stcs(reinterpret_cast<uint4*>(dst), value);  // streaming (evict-first): not read again
+        return;
+    }
+    for (int b = 0; b < kLaneBytes && e + b < row_bytes; ++b) {
+        const std::uint32_t word = b < 8 ? (b < 4 ? value.x : value.y) : (b < 12 ? value.z : value.w);
+        dst[b] = static_cast<std::uint8_t>(word >> (8 * (b % 4)));
+    }
+}
+
+}  // namespace klab::box_span

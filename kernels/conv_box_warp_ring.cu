@@ -1,0 +1,315 @@
+// conv.box_warp_ring — box filter by exact integer sums, a warp per column span, its rows through
+// a ring in shared memory filled by cp.async ahead of use, its row sums slid along each lane's own
+// bytes.
+//
+// Technique: out = round(m * S), S the integer sum under the box (kernels/box_sums.hpp), and S
+// separates into column sums V (the box's height) summed along the row (its width). A warp owns a
+// span of 512 bytes of a stored row (16 per lane; kernels/box_span.hpp) and writes the 480 of
+// lanes 1 to 30, walking down a strip of `rows` rows (tuned):
+//   ring:    each lane copies its 16 bytes of every row the strip reads, once, into its slot of the
+//            warp's ring in shared memory (2 * ry + 1 + 4 slots of 512 bytes): by a 16-byte
+//            cp.async 4 rows ahead of the row that needs it, or (lanes whose bytes reach outside
+//            the row, or rows outside the image) by the border rule and a store. The entering and
+//            the leaving row of each output row are read from there. A lane reads only its own
+//            slots, so nothing waits but its own copies: no barrier;
+//   columns: V slides down in registers, two to a 32-bit word (16-bit lanes), eight byte permutes
+//            and eight three-input adds per lane and row;
+//   rows:    a lane takes V of the rx * E bytes on each side of its 16 from its neighbours (a
+//            shuffle per word), so that it holds V of 16 + 2 * rx * E consecutive bytes; the words
+//            one byte off are a byte permute each. S of an output word is the sum of 2 * rx + 1 such
+//            words, and S of the word a step further (a step: the fewest bytes that are whole
+//            pixels and whole words: 2 gray, 6 RGB, 4 RGBA) adds the pixels that enter and takes
+//            off those that leave: one or two three-input adds per word. S stays in 16-bit lanes
+//            (the box's area is at most 256: 256 * 255 + 127 < 2^16);
+//   out:     the normalized box rounds with one multiply-high per byte, other coefficients take the
+//            exact integer form of the reference's rounding (kernels/box_sums.hpp proves both exact).
+// What it adds over conv.box_warp_scan (the same warp and span, but every row read from global
+// memory twice, entering and, 2 * ry + 1 rows later, leaving, and the row sums from a warp scan of
+// per-channel prefixes): the leaving row comes from shared memory instead of a second global load,
+// which probes/box_lane_slide.cu measured missing L1 (hit rate 12 to 20%; DRAM reads 1.3 to 2.0x
+// the image on 8K RGB box 9x9, 1.14x through the ring), and the row sums take no scan (151
+// instructions per warp and row, 203 with the scan).
+// Preconditions: box masks (every coefficient equal, any value) up to 9 wide and of area up to 256
+// (rx * E <= 16: the row sums' bytes come from the neighbouring lane alone; S fits 16 bits);
+// larger boxes are refused with that reason (conv.box_warp_scan takes them). Every border,
+// 1/3/4 channels, AoS or SoA (one grid layer per plane), any pitch, any size. The block is 32 x N
+// threads (N = 2, 4 or 8 warps, tuned); shared memory per warp: 2 KB of column sources and the ring
+// (6.5 KB for a 9-row box).
+// Measured on an NVIDIA H200: see the closing note of the session that added it (results/nvidia-h200).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cuda_pipeline.h>
+#include <fmt/format.h>
+
+#include "harness/kernel_launch.hpp"
+#include "harness/mask.hpp"
+#include "harness/row_stream.hpp"
+#include "harness/variant.hpp"
+#include "kernels/box_span.hpp"
+#include "kernels/box_sums.hpp"
+
+namespace klab {
+namespace {
+
+using box_span::bordered_row;
+using box_span::column_sources;
+using box_span::kFullMask;
+using box_span::kLaneBytes;
+using box_span::kSpanBytes;
+using box_span::kWarp;
+using box_span::pack_bytes;
+using box_span::slide_columns;
+using box_span::span_bytes;
+using box_span::store_span_bytes;
+using box_sums::box_support;
+using box_sums::listed;
+using box_sums::planes_of;
+using box_sums::round_sum;
+using box_sums::rounding_of;
+using box_sums::Rounding;
+
+constexpr int kAhead = 4;         // rows copied into the ring ahead of the row that needs them
+constexpr int kMaxRadiusX = 4;    // rx * E <= 16 for every E: one neighbouring lane on each side
+constexpr int kMaxArea = 256;     // 256 * 255 + 127 < 2^16: S and its rounding's half in a 16-bit lane
+constexpr int kTileBytes = kSpanBytes - 2 * kLaneBytes;  // lanes 1 ... 30 write: 480 bytes
+constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
+constexpr std::array<int, 3> kStripRows = {16, 32, 64};
+
+// How a launch divides the image, the same for every warp.
+struct Tiling {
+    int tiles;       // warps per stored row (the last one's tile may reach past the row)
+    int strip_rows;  // output rows each warp walks down
+    int strips;      // strips of the image
+    int ry;          // the box's vertical radius
+};
+
+// Slots of a warp's ring: the 2 * ry + 1 rows under the box and the rows copied ahead.
+__host__ __device__ constexpr int ring_slots(int ry) { return 2 * ry + 1 + kAhead; }
+
+// Per warp: the column sources (16 words per lane), then the ring.
+std::size_t shared_bytes(int warps, int ry) {
+    return static_cast<std::size_t>(warps) * (kWarp * kLaneBytes * sizeof(int) + static_cast<std::size_t>(ring_slots(ry)) * kSpanBytes);
+}
+
+Tiling tiling_of(int row_bytes, int height, int ry, int strip_rows) {
+    Tiling t{};
+    t.ry = ry;
+    t.tiles = static_cast<int>(grid_side(row_bytes, kTileBytes));
+    t.strips = static_cast<int>(grid_side(height, strip_rows));
+    t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The row sums
+
+// Row sums of the lane's 16 bytes from V of its bytes and its neighbours', in 16-bit lanes (word w:
+// bytes 2w and 2w + 1), `start` added to each. H words (2H >= rx * E bytes) come from each side:
+// a[] holds V of the bytes [-2H, 16 + 2H) as words, b[i] the word of bytes 2i + 1 and 2i + 2.
+template <int E, int RX>
+__device__ __forceinline__ void row_sums(const std::uint32_t (&v)[8], std::uint32_t start, std::uint32_t (&s)[8]) {
+    constexpr int H = (RX * E + 1) / 2;
+    std::uint32_t a[8 + 2 * H];
+#pragma unroll
+    for (int i = 0; i < H; ++i) a[i] = __shfl_up_sync(kFullMask, v[8 - H + i], 1);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) a[H + i] = v[i];
+#pragma unroll
+    for (int i = 0; i < H; ++i) a[H + 8 + i] = __shfl_down_sync(kFullMask, v[i], 1);
+    std::uint32_t b[7 + 2 * H];
+#pragma unroll
+    for (int i = 0; i + 1 < 8 + 2 * H; ++i) b[i] = __byte_perm(a[i], a[i + 1], 0x5432u);
+    // V of bytes 2w + k * E and the next, as one word (k: the pixel's offset in the box's row).
+    const auto term = [&](int w, int k) {
+        const int byte = 2 * w + k * E + 2 * H;
+        return byte % 2 == 0 ? a[byte / 2] : b[byte / 2];
+    };
+    // A step: whole pixels and whole words (2 gray, 6 RGB, 4 RGBA bytes).
+    constexpr int kStepBytes = E % 2 == 0 ? E : 2 * E;
+    constexpr int kStepWords = kStepBytes / 2, kStepPixels = kStepBytes / E;
+#pragma unroll
+    for (int w = 0; w < kStepWords; ++w) {
+        s[w] = start;
+#pragma unroll
+        for (int k = -RX; k <= RX; ++k) s[w] += term(w, k);
+    }
+#pragma unroll
+    for (int w = kStepWords; w < 8; ++w) {
+        s[w] = s[w - kStepWords];
+#pragma unroll
+        for (int p = 0; p < kStepPixels; ++p) s[w] += term(w - kStepWords, RX + 1 + p) - term(w - kStepWords, -RX + p);
+    }
+}
+
+// Four sums of a box that is not the normalized one, rounded (64-bit arithmetic, out of line: the
+// registers it needs do not weigh on the normalized box's loop), four bytes to a word.
+__device__ __noinline__ std::uint32_t rounded_word(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2, std::uint32_t s3, Rounding rounding) {
+    return pack_bytes(round_sum<false>(s0, rounding), round_sum<false>(s1, rounding), round_sum<false>(s2, rounding),
+                      round_sum<false>(s3, rounding));
+}
+
+// The lane's 16 output bytes from its 8 words of S (the normalized box's half already added).
+__device__ __forceinline__ uint4 output_bytes(const std::uint32_t (&s)[8], const Rounding& rounding) {
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const std::uint32_t s0 = s[2 * w] & 0xffffu, s1 = s[2 * w] >> 16, s2 = s[2 * w + 1] & 0xffffu, s3 = s[2 * w + 1] >> 16;
+        words[w] = rounding.normalized ? pack_bytes(__umulhi(s0, rounding.inverse), __umulhi(s1, rounding.inverse),
+                                                    __umulhi(s2, rounding.inverse), __umulhi(s3, rounding.inverse))
+                                       : rounded_word(s0, s1, s2, s3, rounding);
+    }
+    return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+
+template <int E, int RX>
+__global__ void __launch_bounds__(kWarp * 8)
+    conv_box_warp_ring_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, Rounding rounding, Tiling t) {
+    const int lane = static_cast<int>(threadIdx.x);
+    const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
+    const int strip = warp / t.tiles, tile = warp - strip * t.tiles;
+    if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
+    const int plane = static_cast<int>(blockIdx.z);
+    const int y_begin = strip * t.strip_rows;
+    const int y_end = min(y_begin + t.strip_rows, in.shape.height);
+    if (y_begin >= y_end) return;
+
+    const int e = tile * kTileBytes - kLaneBytes + kLaneBytes * lane;  // this lane's first byte of the row
+    const int row_bytes = in.shape.width * E;
+    const bool aligned = ((reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % 16) == 0;  // SoA planes: height * pitch apart
+    const bool vector = aligned && e >= 0 && e + kLaneBytes <= row_bytes;
+    extern __shared__ uint4 shared[];  // [warps][16 words per lane] column sources, then [warps][slots][lanes] rings
+    int* const sources = reinterpret_cast<int*>(shared) + kWarp * kLaneBytes * static_cast<int>(threadIdx.y) + lane;
+    const int slots = ring_slots(t.ry);
+    uint4* const ring = shared + static_cast<int>(blockDim.y) * kWarp * kLaneBytes / 4 + static_cast<int>(threadIdx.y) * slots * kWarp + lane;
+    // Only this lane reads them: lanes without 16-byte loads, and under a constant border every
+    // lane, since span_bytes reads them for a row outside the image (whose bytes are the value).
+    if (!vector || border.mode == BorderMode::constant) column_sources<E>(sources, e, in.shape.width, border.mode);
+
+    // Ring row i is image row y_begin - ry - 1 + i, in slot i mod slots. One commit per row copied
+    // (an empty one where none is left), so that "the row `kAhead` rows back has arrived" is one
+    // wait on all but the last kAhead - 1 groups.
+    int next_row = y_begin - t.ry - 1;
+    const auto copy_row = [&](int slot) {
+        const std::uint8_t* row = bordered_row(in, plane, next_row++, border.mode);
+        if (vector && row != nullptr) {
+            __pipeline_memcpy_async(ring + kWarp * slot, row + e, kLaneBytes);
+        } else {
+            ring[kWarp * slot] = span_bytes(row, e, vector, sources, border);
+        }
+        __pipeline_commit();
+    };
+    for (int i = 0; i < slots; ++i) copy_row(i);
+    __pipeline_wait_prior(kAhead);  // ring rows 0 ... 2 * ry have arrived: V of row y_begin - 1
+    std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    for (int i = 0; i <= 2 * t.ry; ++i) slide_columns(v, ring[kWarp * i], make_uint4(0u, 0u, 0u, 0u));
+
+    const bool output_lane = lane >= 1 && lane <= kWarp - 2 && e < row_bytes;
+    const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes <= row_bytes;
+    const std::uint32_t start = rounding.normalized ? rounding.half * 0x10001u : 0u;  // the half, in both 16-bit lanes
+    std::uint8_t* dst = out.row(y_begin, plane) + e;
+    int leaving = 0, entering = 2 * t.ry + 1;  // the slots of output row y's leaving and entering rows
+    for (int y = y_begin; y < y_end; ++y, dst += out.pitch_bytes) {
+        __pipeline_wait_prior(kAhead - 1);  // the entering row has arrived
+        slide_columns(v, ring[kWarp * entering], ring[kWarp * leaving]);
+        // The leaving row's slot takes the entering row of output row y + kAhead (its value is in
+        // registers already: the slide used it).
+        if (y + kAhead < y_end) {
+            copy_row(leaving);
+        } else {
+            __pipeline_commit();
+        }
+        leaving = leaving + 1 == slots ? 0 : leaving + 1;
+        entering = entering + 1 == slots ? 0 : entering + 1;
+        std::uint32_t s[8];
+        row_sums<E, RX>(v, start, s);
+        const uint4 value = output_bytes(s, rounding);
+        if (output_lane) store_span_bytes(dst, value, e, row_bytes, out_vector);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variant
+
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, Rounding, Tiling);
+
+// A kernel per pixel size E and horizontal radius rx (0 ... 4).
+template <int E, int... RX>
+std::array<Kernel, sizeof...(RX)> kernels_of(std::integer_sequence<int, RX...>) {
+    return {&conv_box_warp_ring_kernel<E, RX>...};
+}
+
+Kernel kernel_for(const Problem& problem) {
+    static const std::array<Kernel, kMaxRadiusX + 1> gray = kernels_of<1>(std::make_integer_sequence<int, kMaxRadiusX + 1>{});
+    static const std::array<Kernel, kMaxRadiusX + 1> rgb = kernels_of<3>(std::make_integer_sequence<int, kMaxRadiusX + 1>{});
+    static const std::array<Kernel, kMaxRadiusX + 1> rgba = kernels_of<4>(std::make_integer_sequence<int, kMaxRadiusX + 1>{});
+    const int rx = problem.mask->radius_x();
+    return by_channels<Kernel>(rows::element_stride(problem.shape), gray[rx], rgb[rx], rgba[rx]);
+}
+
+Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
+    return tiling_of(problem.shape.width * rows::element_stride(problem.shape), problem.shape.height, problem.mask->radius_y(),
+                     shape.parameter("rows"));
+}
+
+class ConvBoxWarpRing final : public Variant {
+public:
+    std::string name() const override { return "conv.box_warp_ring"; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override {
+        return "box filter by exact integer sums, a warp per 512-byte span: rows through a per-warp shared-memory ring filled by "
+               "cp.async, row sums slid along each lane's bytes";
+    }
+    Support supports(const Problem& problem) const override {
+        if (const Support box = box_support(problem); !box) return box;
+        const Mask& mask = *problem.mask;
+        if (mask.radius_x() > kMaxRadiusX || mask.width() * mask.height() > kMaxArea) {
+            return Support::no(fmt::format("boxes up to 9 wide and of area up to {} ({}: {}x{}): the row sums take a lane's "
+                                           "neighbours' bytes only and keep S in 16 bits (conv.box_warp_scan takes every box)",
+                                           kMaxArea, mask.name(), mask.width(), mask.height()));
+        }
+        return Support::yes();
+    }
+    TuningSpace tuning_space() const override {
+        TuningSpace space;
+        space.block_x = {kWarp};
+        space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
+        space.parameters = {
+            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each warp walks down, at most (the strips share the rows evenly)"}};
+        space.default_shape = LaunchShape{kWarp, 4, {{"rows", 32}}};
+        return space;
+    }
+    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
+        if (shape.block_x != kWarp || !listed(kWarpsPerBlock, shape.block_y)) {
+            return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
+        }
+        const int rows = shape.parameter("rows");
+        if (!listed(kStripRows, rows)) return Support::no(fmt::format("rows={}: a warp walks 16, 32 or 64 rows", rows));
+        return Support::yes();
+    }
+
+    std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
+        const Tiling t = tiling_of(problem, shape);
+        const long long warps = static_cast<long long>(t.tiles) * t.strips;
+        const dim3 grid(static_cast<unsigned>((warps + shape.block_y - 1) / shape.block_y), 1, planes_of(problem.shape));
+        return {make_launch(kernel_for(problem), "conv_box_warp_ring_kernel", grid, block_of(shape), shared_bytes(shape.block_y, t.ry))};
+    }
+
+    void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, rounding_of(*plan.problem.mask),
+                       tiling_of(plan.problem, plan.shape));
+    }
+};
+
+}  // namespace
+}  // namespace klab
+
+KLAB_REGISTER_VARIANT(klab::ConvBoxWarpRing)
