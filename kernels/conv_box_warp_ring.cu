@@ -35,7 +35,15 @@
 // 1/3/4 channels, AoS or SoA (one grid layer per plane), any pitch, any size. The block is 32 x N
 // threads (N = 2, 4 or 8 warps, tuned); shared memory per warp: 2 KB of column sources and the ring
 // (6.5 KB for a 9-row box).
-// Measured on an NVIDIA H200: see the closing note of the session that added it (results/nvidia-h200).
+// Measured on an NVIDIA H200 (committed klab run at e2a551b, 2026-11-26: klab tune, then klab-bench,
+// L2 flushed, medians of 5; copy floor of 8K RGB 47.6 us): 8K RGB AoS box9 95.3 us (2.00x the copy
+// floor; npp.box 1717 us: 18.0x faster; conv.box_warp_scan 117.5 us in the same run), box3 76.9 us
+// (1.61x; 105.2), both tuned to 32x2 rows=16 (37.5% theoretical occupancy: 57 registers and the
+// ring). probes/box_lane_slide.cu runs the same design, box 9 fixed at compile time, in 73.6 us
+// (32-row strips); the difference is this variant's generality (the bordered lanes' path, both
+// rounding forms), not measured apart. Still 2.00x on box9, above the 1.3x target: the tuner picks
+// 16-row strips, each of which copies 2 * ry + 1 rows more than it outputs (56% more at box 9),
+// and the occupancy stays at 37.5%.
 #include <algorithm>
 #include <array>
 #include <cstdint>
