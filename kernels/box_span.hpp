@@ -1,20 +1,26 @@
 // What the box variants that give a warp a 512-byte span of a row (conv.box_warp_scan,
-// conv.box_warp_ring) share: the span's geometry, the column sums' slide in 16-bit lanes, and the
+// conv.box_warp_ring) share: the span's geometry, the column sums' slide in 16-bit lanes, the
 // byte-by-byte path of the lanes whose bytes reach outside the row (the border rule per byte,
-// worked out once per warp).
+// worked out once per warp), the stores, the rounding of a box that is not the normalized one, and
+// their tuning space (blocks of warps, strips of rows).
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
 // kernel file that includes it, so editing it invalidates their tuning records.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include "harness/border.hpp"
 #include "harness/image.hpp"
 #include "harness/row_stream.hpp"
+#include "harness/variant.hpp"
+#include "kernels/box_sums.hpp"
 
 namespace klab::box_span {
 
@@ -92,6 +98,41 @@ __device__ __forceinline__ void store_span_bytes(std::uint8_t* dst, uint4 value,
         const std::uint32_t word = b < 8 ? (b < 4 ? value.x : value.y) : (b < 12 ? value.z : value.w);
         dst[b] = static_cast<std::uint8_t>(word >> (8 * (b % 4)));
     }
+}
+
+// Four sums of a box that is not the normalized one, rounded (64-bit arithmetic, out of line: the
+// registers it needs do not weigh on the normalized box's loop), four bytes to a word.
+inline __device__ __noinline__ std::uint32_t rounded_word(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2, std::uint32_t s3,
+                                                          box_sums::Rounding rounding) {
+    return pack_bytes(box_sums::round_sum<false>(s0, rounding), box_sums::round_sum<false>(s1, rounding),
+                      box_sums::round_sum<false>(s2, rounding), box_sums::round_sum<false>(s3, rounding));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host: the tuning space
+
+constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
+constexpr std::array<int, 3> kStripRows = {16, 32, 64};
+
+// Blocks of 32 x N threads (N warps, a warp per tile and strip) and strips of at most `rows` rows;
+// 32x4 rows=32 by default.
+inline TuningSpace warp_span_tuning_space() {
+    TuningSpace space;
+    space.block_x = {kWarp};
+    space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
+    space.parameters = {
+        {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each warp walks down, at most (the strips share the rows evenly)"}};
+    space.default_shape = LaunchShape{kWarp, 4, {{"rows", 32}}};
+    return space;
+}
+
+inline Support check_warp_span_shape(const LaunchShape& shape) {
+    if (shape.block_x != kWarp || !box_sums::listed(kWarpsPerBlock, shape.block_y)) {
+        return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
+    }
+    const int rows = shape.parameter("rows");
+    if (!box_sums::listed(kStripRows, rows)) return Support::no(fmt::format("rows={}: a warp walks 16, 32 or 64 rows", rows));
+    return Support::yes();
 }
 
 }  // namespace klab::box_span

@@ -1,8 +1,9 @@
 // What the exact box-filter variants (conv.box_running_sums, conv.box_sliding_sums,
-// conv.box_warp_scan) share: which masks are boxes (and the refusal of other masks), how an exact
-// integer box sum S becomes the reference's output byte, and two helpers of their host code.
+// conv.box_warp_scan, conv.box_warp_ring) share: which masks are boxes (and the refusal of other
+// masks), how an exact integer box sum S becomes the reference's output byte, and two helpers of
+// their host code.
 //
-// Exactness (both variants rely on it): S is an exact integer (< 31 * 31 * 255 < 2^18). The
+// Exactness (every one of them relies on it): S is an exact integer (< 31 * 31 * 255 < 2^18). The
 // reference sums m * p in double, which is exact (m = M * 2^-t with M < 2^24, every partial sum
 // M * k * 2^-t with k < 2^18), and rounds m * S half to even, then saturates.
 // - For the normalized box (m is the float nearest 1/n, n = kw * kh, what masks::box builds)
@@ -12,7 +13,7 @@
 // - For any other m, m = M * 2^-t (M < 2^24, or 0 for m <= 0, or 256 for m >= 256, where every
 //   S > 0 saturates), and round-half-even(M * S / 2^t) is computed exactly in 64-bit integers.
 // Results are identical to the reference, not merely within the fp32 tie bound (the conformance
-// suites hold both variants to verify_exact).
+// suites hold these variants to verify_exact).
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
 // kernel file that includes it, so editing it invalidates their tuning records.

@@ -65,19 +65,20 @@ namespace klab {
 namespace {
 
 using box_span::bordered_row;
+using box_span::check_warp_span_shape;
 using box_span::column_sources;
 using box_span::kFullMask;
 using box_span::kLaneBytes;
 using box_span::kSpanBytes;
 using box_span::kWarp;
 using box_span::pack_bytes;
+using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
 using box_span::store_span_bytes;
+using box_span::warp_span_tuning_space;
 using box_sums::box_support;
-using box_sums::listed;
 using box_sums::planes_of;
-using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
 
@@ -85,8 +86,6 @@ constexpr int kAhead = 4;         // rows copied into the ring ahead of the row 
 constexpr int kMaxRadiusX = 4;    // rx * E <= 16 for every E: one neighbouring lane on each side
 constexpr int kMaxArea = 256;     // 256 * 255 + 127 < 2^16: S and its rounding's half in a 16-bit lane
 constexpr int kTileBytes = kSpanBytes - 2 * kLaneBytes;  // lanes 1 ... 30 write: 480 bytes
-constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
-constexpr std::array<int, 3> kStripRows = {16, 32, 64};
 
 // How a launch divides the image, the same for every warp.
 struct Tiling {
@@ -152,13 +151,6 @@ __device__ __forceinline__ void row_sums(const std::uint32_t (&v)[8], std::uint3
 #pragma unroll
         for (int p = 0; p < kStepPixels; ++p) s[w] += term(w - kStepWords, RX + 1 + p) - term(w - kStepWords, -RX + p);
     }
-}
-
-// Four sums of a box that is not the normalized one, rounded (64-bit arithmetic, out of line: the
-// registers it needs do not weigh on the normalized box's loop), four bytes to a word.
-__device__ __noinline__ std::uint32_t rounded_word(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2, std::uint32_t s3, Rounding rounding) {
-    return pack_bytes(round_sum<false>(s0, rounding), round_sum<false>(s1, rounding), round_sum<false>(s2, rounding),
-                      round_sum<false>(s3, rounding));
 }
 
 // The lane's 16 output bytes from its 8 words of S (the normalized box's half already added).
@@ -285,23 +277,8 @@ public:
         }
         return Support::yes();
     }
-    TuningSpace tuning_space() const override {
-        TuningSpace space;
-        space.block_x = {kWarp};
-        space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
-        space.parameters = {
-            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each warp walks down, at most (the strips share the rows evenly)"}};
-        space.default_shape = LaunchShape{kWarp, 4, {{"rows", 32}}};
-        return space;
-    }
-    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
-        if (shape.block_x != kWarp || !listed(kWarpsPerBlock, shape.block_y)) {
-            return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
-        }
-        const int rows = shape.parameter("rows");
-        if (!listed(kStripRows, rows)) return Support::no(fmt::format("rows={}: a warp walks 16, 32 or 64 rows", rows));
-        return Support::yes();
-    }
+    TuningSpace tuning_space() const override { return warp_span_tuning_space(); }
+    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override { return check_warp_span_shape(shape); }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
         const Tiling t = tiling_of(problem, shape);

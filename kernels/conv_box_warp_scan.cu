@@ -39,7 +39,8 @@
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
 // at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 0, 14 and 15
 // and the RGBA kernel of offset 8 spill 4 to 8 bytes there). The span's helpers (the column slide,
-// the bordered lanes' bytes, the stores) are kernels/box_span.hpp, shared with conv.box_warp_ring.
+// the bordered lanes' bytes, the stores, the other boxes' rounding, the tuning space) are
+// kernels/box_span.hpp, shared with conv.box_warp_ring.
 // Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
 // the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
 // (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
@@ -87,25 +88,25 @@ namespace klab {
 namespace {
 
 using box_span::bordered_row;
+using box_span::check_warp_span_shape;
 using box_span::column_sources;
 using box_span::kFullMask;
 using box_span::kLaneBytes;
 using box_span::kSpanBytes;
+using box_span::kStripRows;
 using box_span::kWarp;
 using box_span::pack_bytes;
+using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
 using box_span::store_span_bytes;
+using box_span::warp_span_tuning_space;
 using box_sums::box_support;
-using box_sums::listed;
 using box_sums::planes_of;
-using box_sums::round_sum;
 using box_sums::rounding_of;
 using box_sums::Rounding;
 
 constexpr int kFirstBatch = 4;                // a strip's first rows: the loads of 4 rows at a time
-constexpr std::array<int, 3> kWarpsPerBlock = {2, 4, 8};
-constexpr std::array<int, 3> kStripRows = {16, 32, 64};
 
 // How a launch divides the image, the same for every warp.
 struct Tiling {
@@ -176,13 +177,6 @@ __device__ __forceinline__ void span_prefix(const std::uint32_t (&v)[8], int lan
 
 // ---------------------------------------------------------------------------------------------
 // The kernel
-
-// Four sums of a box that is not the normalized one, rounded (64-bit arithmetic, out of line: the
-// registers it needs do not weigh on the normalized box's loop), four bytes to a word.
-__device__ __noinline__ std::uint32_t rounded_word(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2, std::uint32_t s3, Rounding rounding) {
-    return pack_bytes(round_sum<false>(s0, rounding), round_sum<false>(s1, rounding), round_sum<false>(s2, rounding),
-                      round_sum<false>(s3, rounding));
-}
 
 // The output bytes of the lane's 16 bytes, S = P(j + rx * E) - P(j - (rx + 1) * E) rounded, four to
 // a word.
@@ -328,15 +322,7 @@ public:
         return "box filter by exact integer sums, a warp per 512-byte span: column sums slide down in registers, row sums from a warp-wide prefix";
     }
     Support supports(const Problem& problem) const override { return box_support(problem); }
-    TuningSpace tuning_space() const override {
-        TuningSpace space;
-        space.block_x = {kWarp};
-        space.block_y = std::vector<int>(kWarpsPerBlock.begin(), kWarpsPerBlock.end());
-        space.parameters = {
-            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()), "output rows each warp walks down, at most (the strips share the rows evenly)"}};
-        space.default_shape = LaunchShape{kWarp, 4, {{"rows", 32}}};
-        return space;
-    }
+    TuningSpace tuning_space() const override { return warp_span_tuning_space(); }
     // 32x4 blocks and the tallest strips that still give a 132-SM GPU 32 warps per SM (what 64
     // registers allow): 32 rows at 8K RGB (48 tiles x 135 strips); 16 on small images.
     LaunchShape default_shape(const Problem& problem) const override {
@@ -350,14 +336,7 @@ public:
         shape.parameters = {{"rows", rows}};
         return shape;
     }
-    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
-        if (shape.block_x != kWarp || !listed(kWarpsPerBlock, shape.block_y)) {
-            return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
-        }
-        const int rows = shape.parameter("rows");
-        if (!listed(kStripRows, rows)) return Support::no(fmt::format("rows={}: a warp walks 16, 32 or 64 rows", rows));
-        return Support::yes();
-    }
+    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override { return check_warp_span_shape(shape); }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
         const Tiling t = tiling_of(problem, shape);

@@ -48,9 +48,12 @@
 
 #include "autotune/timing.hpp"
 #include "harness/cuda_check.hpp"
+#include "kernels/box_span.hpp"
 #include "probes/probe_main.hpp"
 
 namespace {
+
+using klab::box_span::slide_columns;
 
 constexpr int kWidth = 7680, kHeight = 4320, kStride = 3, kRowBytes = kWidth * kStride;  // a multiple of 16
 constexpr int kRadius = 4, kCount = (2 * kRadius + 1) * (2 * kRadius + 1);
@@ -59,16 +62,6 @@ constexpr int kWarpsPerRow = kRowBytes / kWarpOutput;  // 48
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ __forceinline__ uint4 load16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-
-// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
-__device__ __forceinline__ void slide(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
-    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
-        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
-    }
-}
 
 // The 16 output bytes of a lane from V of its bytes and its neighbours' (see the preamble).
 __device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
@@ -114,7 +107,7 @@ __global__ void __launch_bounds__(256) box_lane_slide(const std::uint8_t* __rest
     const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
 
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
-    for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide(v, load16(row(y)), make_uint4(0, 0, 0, 0));
+    for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide_columns(v, load16(row(y)), make_uint4(0, 0, 0, 0));
     uint4 enter[Ahead];  // the entering rows of the next Ahead output rows, in flight
 #pragma unroll
     for (int k = 0; k < Ahead; ++k) enter[k] = load16(row(y_begin + k + kRadius));
@@ -126,7 +119,7 @@ __global__ void __launch_bounds__(256) box_lane_slide(const std::uint8_t* __rest
         for (int k = 0; k + 1 < Ahead; ++k) enter[k] = enter[k + 1];
         enter[Ahead - 1] = load16(row(y + Ahead + kRadius));
         leave = load16(row(y + 1 - kRadius - 1));
-        slide(v, e, l);
+        slide_columns(v, e, l);
         const uint4 bytes = RowSums ? box_bytes(v)
                                     : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
                                                  __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
@@ -161,12 +154,12 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
     __pipeline_wait_prior(Ahead);  // the first 2 * kRadius + 1 rows have arrived
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
 #pragma unroll
-    for (int i = 0; i <= 2 * kRadius; ++i) slide(v, ring[32 * i], make_uint4(0, 0, 0, 0));
+    for (int i = 0; i <= 2 * kRadius; ++i) slide_columns(v, ring[32 * i], make_uint4(0, 0, 0, 0));
 
     int leaving = 0, entering = 2 * kRadius + 1;  // slots of the output row's leaving and entering rows
     for (int y = y_begin; y < y_end; ++y) {
         __pipeline_wait_prior(Ahead - 1);  // the entering row has arrived
-        slide(v, ring[32 * entering], ring[32 * leaving]);
+        slide_columns(v, ring[32 * entering], ring[32 * leaving]);
         // The leaving row's slot takes the row kSlots after it: the entering row of output y + Ahead.
         if (y + Ahead < y_end) __pipeline_memcpy_async(ring + 32 * leaving, row(y + Ahead + kRadius), 16);
         __pipeline_commit();
