@@ -5,7 +5,7 @@
 // and cICP chunks are ignored). 8-bit (or fewer) gray -> 1 channel, RGB and RGB palette -> 3, anything with alpha (gray+alpha,
 // RGBA, palette or gray/RGB with tRNS) -> 4 (RGBA, not premultiplied). 16-bit files are refused,
 // and so is a file whose compressed data is too short for the size its header declares, before
-// the pixels are allocated.
+// the pixels are allocated, or one with a chunk that declares more data than the file holds.
 // Write: 1 (gray), 3 (RGB) or 4 (RGBA) channels, 8-bit.
 #include <png.h>
 
@@ -38,9 +38,12 @@ struct ChunkWalk {
 
 // The simplified API converts samples whenever a file declares a colour space other than sRGB
 // (a gAMA of 1.0, an ICC profile, ...): a pixel stored as 64 would come back as 136. klab filters
-// the stored values, so these ancillary chunks are dropped before decoding. A malformed chunk
-// list is passed on unchanged from that point, for libpng to report.
-ChunkWalk without_colour_space_chunks(const std::vector<std::uint8_t>& bytes) {
+// the stored values, so these ancillary chunks are dropped before decoding.
+// A chunk before IEND that declares more data than the file still holds is refused here: libpng
+// allocates a text chunk's declared length before it reads the data, so a 200-byte file declaring
+// a 1.5 GB tEXt chunk would cost 1.5 GB (found by fuzz/png). Other malformed chunk lists are passed
+// on unchanged from that point, for libpng to report; bytes after IEND are passed on unread.
+ChunkWalk without_colour_space_chunks(const std::vector<std::uint8_t>& bytes, const std::string& name) {
     constexpr std::size_t kSignature = 8;
     if (bytes.size() < kSignature) return {bytes, 0};
     ChunkWalk walk;
@@ -51,14 +54,20 @@ ChunkWalk without_colour_space_chunks(const std::vector<std::uint8_t>& bytes) {
         const std::size_t length = (std::size_t{bytes[at]} << 24) | (std::size_t{bytes[at + 1]} << 16) |
                                    (std::size_t{bytes[at + 2]} << 8) | std::size_t{bytes[at + 3]};
         const std::size_t chunk_size = 12 + length;  // length, type, data, CRC
-        if (length > bytes.size() || at + chunk_size > bytes.size()) break;
         const std::string type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
+        if (at + chunk_size > bytes.size()) {
+            throw Error(fmt::format("{}: the PNG data is corrupt or truncated: chunk '{}' at byte {} declares {} bytes of "
+                                    "data, but the file ends {} bytes after its type",
+                                    name, printable(type), at, length, bytes.size() - at - 8),
+                        "a complete, valid PNG file");
+        }
         if (type == "IDAT") walk.idat_bytes += length;
         if (type != "gAMA" && type != "cHRM" && type != "iCCP" && type != "sRGB" && type != "cICP") {
             out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
                        bytes.begin() + static_cast<std::ptrdiff_t>(at + chunk_size));
         }
         at += chunk_size;
+        if (type == "IEND") break;
     }
     out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.end());
     return walk;
@@ -84,7 +93,7 @@ std::uint64_t minimum_idat_bytes(const std::vector<std::uint8_t>& bytes) {
 }  // namespace
 
 ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::string& name, std::int64_t max_pixels) {
-    const ChunkWalk walk = without_colour_space_chunks(file_bytes);
+    const ChunkWalk walk = without_colour_space_chunks(file_bytes, name);
     const std::vector<std::uint8_t>& bytes = walk.bytes;
     PngImage png;
     // Reads the chunks before the pixel data: size and format, nothing allocated for pixels yet.

@@ -2,6 +2,7 @@
 // no output file (or temporary file) left behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,45 @@ using namespace std::string_literals;  // "...\x00..."s keeps embedded NULs
 
 using IoMalformed = IoTempDir;
 
+const std::string kIdat = "IDAT";
+
 TEST_F(IoMalformed, TruncatedPng) {
     Bytes png = io::encode_image(test::random_image({16, 16, 3}, 7), io::ImageFormat::png, "x");
+    // The first IDAT chunk: its length, then its type.
+    const std::size_t idat = static_cast<std::size_t>(std::search(png.begin(), png.end(), kIdat.begin(), kIdat.end()) - png.begin()) - 4;
+    const std::size_t idat_length = (std::size_t{png[idat]} << 24) | (std::size_t{png[idat + 1]} << 16) |
+                                    (std::size_t{png[idat + 2]} << 8) | png[idat + 3];
     png.resize(png.size() / 2);
-    expect_read_fails("truncated.png", png, "the PNG data is corrupt or truncated (libpng: ");
-    // Cut inside the header chunk: begin_read fails rather than finish_read.
+    ASSERT_LT(idat + 8, png.size());
+    expect_read_fails("truncated.png", png,
+                      fmt::format("the PNG data is corrupt or truncated: chunk 'IDAT' at byte {} declares {} bytes of data, "
+                                  "but the file ends {} bytes after its type; allowed: a complete, valid PNG file",
+                                  idat, idat_length, png.size() - idat - 8));
+    // Cut inside the header chunk.
     png.resize(20);
-    expect_read_fails("header.png", png, "the PNG data is corrupt or truncated");
+    expect_read_fails("header.png", png, "the PNG data is corrupt or truncated: chunk 'IHDR' at byte 8 declares 13 bytes");
+    // Cut inside a chunk's length: libpng reports it.
+    png.resize(10);
+    expect_read_fails("length.png", png, "the PNG data is corrupt or truncated (libpng: ");
+}
+
+// fuzz/png found it: libpng allocates a text chunk's declared length before reading its data, so a
+// tiny file declaring a 1.5 GB tEXt chunk cost 1.5 GB. It is refused before libpng sees it.
+TEST_F(IoMalformed, PngChunkLongerThanTheFileIsRefusedBeforeLibpng) {
+    const Bytes image = io::encode_image(test::random_image({3, 1, 1}, 7), io::ImageFormat::png, "x");
+    Bytes png(image.begin(), image.begin() + 33);  // signature and IHDR
+    const Bytes text = {0x5D, 0, 0, 0, 't', 'E', 'X', 't', 'P', 0x01, 0x0D, 0x00};
+    png.insert(png.end(), text.begin(), text.end());
+    png.insert(png.end(), image.begin() + 33, image.end());
+    expect_read_fails("text.png", png,
+                      fmt::format("the PNG data is corrupt or truncated: chunk 'tEXt' at byte 33 declares "
+                                  "1560281088 bytes of data, but the file ends {} bytes after its type",
+                                  png.size() - 41));
+    // The same chunk type with a lying length after IEND is never read: the image decodes.
+    Bytes trailing = image;
+    trailing.insert(trailing.end(), text.begin(), text.end());
+    write_bytes(dir_ / "trailing.png", trailing);
+    EXPECT_EQ(max_difference(io::read_image(dir_ / "trailing.png"), test::random_image({3, 1, 1}, 7)), 0);
 }
 
 TEST_F(IoMalformed, CorruptPngChecksum) {
