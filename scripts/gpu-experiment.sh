@@ -20,7 +20,11 @@
 #   TUNE CLASS    klab tune --class values (e.g. sobel/8K/c1/aos); none: the copies run their
 #                 default block
 # Environment: BENCH (a regex the benchmark names must also match, e.g. '/8K/'), REPETITIONS (5),
-#              SKIP_TESTS=1 (no conformance cases), OUT (logs; default build/gpu-experiment).
+#              SKIP_TESTS=1 (no conformance cases), OUT (logs; default build/gpu-experiment),
+#              PROFILE (a regex of kernel names, e.g. conv_box_warp_ring: Nsight Compute, --set full
+#              with source counters, on one launch of each variant's first benchmarked row, or its
+#              first that matches the regex PROFILE_ROW, e.g. box9; its figures printed last, the
+#              details and SASS pages as CSV in $OUT/prof/).
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
 #            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
 set -uo pipefail
@@ -130,3 +134,59 @@ for problem in sorted(rows):
         ratio = f"{us / base:.3f}" if base else "-"
         print(f"{problem:40s} {variant:45s} {us:10.1f} {ratio:>10s}  {label}")
 PY
+
+# Nsight Compute on one launch of each variant (the original and the copies), on its first row.
+if [[ -n ${PROFILE:-} ]]; then
+  mkdir -p "$OUT/prof"
+  for name in "${names[@]}"; do
+    row=$(python3 - "$OUT/bench.json" "$name" "${PROFILE_ROW:-}" <<'PY'
+import json
+import re
+import sys
+
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    variant, _, rest = b["name"].partition("/")
+    problem = rest.split("/manual_time")[0]
+    if variant == sys.argv[2] and re.search(sys.argv[3], problem):
+        print("^" + re.escape(variant + "/" + problem) + "/")
+        break
+PY
+    )
+    [[ -n $row ]] || { echo "gpu-experiment: $name: no benchmarked row to profile"; continue; }
+    report="$OUT/prof/$name"
+    # The fourth launch of the kernels: past klab-bench's verification and warm-up launches.
+    if ! ncu --set full --import-source yes --launch-skip 3 --launch-count 1 -k "regex:$PROFILE" -f -o "$report" \
+      ./build/release/klab-bench --klab_results results --benchmark_filter="$row" --benchmark_min_time=0.01s >"$report.log" 2>&1; then
+      echo "gpu-experiment: $name: Nsight Compute failed (log: $report.log)"
+      continue
+    fi
+    if [[ ! -f $report.ncu-rep ]]; then
+      echo "gpu-experiment: $name: no fourth launch of a kernel matching '$PROFILE' on $row (log: $report.log)"
+      continue
+    fi
+    ncu -i "$report.ncu-rep" --page details --csv >"$report.details.csv" 2>/dev/null
+    ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>/dev/null
+    rm -f "$report.ncu-rep"
+    echo "gpu-experiment: Nsight Compute, $name (${row}):"
+    python3 - "$report.details.csv" <<'PY'
+import csv
+import re
+import sys
+
+wanted = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
+          "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
+figures, pipe = {}, ""
+for row in csv.DictReader(open(sys.argv[1])):
+    name = row.get("Metric Name") or ""
+    if name in wanted and name not in figures:
+        figures[name] = f"{row.get('Metric Value') or ''} {row.get('Metric Unit') or ''}".strip()
+    found = re.search(r"\w+ is the highest-utilized pipeline \([0-9.]+%\)", row.get("Rule Description") or "")
+    pipe = pipe or (found.group(0) if found else "")
+for name in wanted:
+    if name in figures:
+        print(f"  {name}: {figures[name]}")
+if pipe:
+    print(f"  {pipe}")
+PY
+  done
+fi
