@@ -120,7 +120,8 @@ TuningCache TuningCache::parse(const std::string& text, const std::string& sourc
                         "a file written by `klab tune`");
         }
         if (!root.at("version").is_number_integer() || root.at("version").get<std::int64_t>() != kVersion) {
-            throw Error(fmt::format("{} has version {} of the tuning-cache format", source, root.at("version").dump()),
+            // The value as the file spells it (dump() leaves a DEL byte as it is, and may be long).
+            throw Error(fmt::format("{} has version {} of the tuning-cache format", source, printable(shortened(root.at("version").dump()))),
                         fmt::format("version {}", kVersion));
         }
         for (const json& j : root.at("records")) {
@@ -133,7 +134,7 @@ TuningCache TuningCache::parse(const std::string& text, const std::string& sourc
             cache.merge(record);
         }
     } catch (const json::exception& e) {
-        throw Error(fmt::format("{} is corrupt or truncated: {}", source, printable(e.what())), "a complete file written by `klab tune`");
+        throw Error(fmt::format("{} is corrupt or truncated: {}", source, printable(shortened(e.what()))), "a complete file written by `klab tune`");
     } catch (const Error& e) {
         const std::string what = e.what();
         if (what.find(source) != std::string::npos) throw;

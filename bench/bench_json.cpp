@@ -182,13 +182,13 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
     } catch (const nlohmann::json::exception& e) {
         // e.g. a NaN counter, which Google Benchmark writes as the bare word NaN, or a number
         // beyond a double's range.
-        throw Error(fmt::format("{} is not JSON ({})", source, printable(e.what())), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
+        throw Error(fmt::format("{} is not JSON ({})", source, printable(shortened(e.what()))), "a Google Benchmark JSON file (klab-bench --benchmark_out)");
     }
     try {
         return parse_document(doc, source);
     } catch (const nlohmann::json::exception& e) {
         // A field of another type than Google Benchmark writes (a numeric run_type, a string label...).
-        throw Error(fmt::format("{}: {}", source, printable(e.what())), "entries as Google Benchmark writes them");
+        throw Error(fmt::format("{}: {}", source, printable(shortened(e.what()))), "entries as Google Benchmark writes them");
     }
 }
 

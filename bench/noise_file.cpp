@@ -126,7 +126,7 @@ NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
     try {
         doc = parse_json_limited(text);  // the nesting limit every JSON file klab reads has
     } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("{} is not JSON ({})", source, printable(e.what())), allowed);
+        throw Error(fmt::format("{} is not JSON ({})", source, printable(shortened(e.what()))), allowed);
     }
     const auto text_of = [](const nlohmann::json& object, const char* key) {
         return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();

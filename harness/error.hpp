@@ -1,6 +1,7 @@
 #pragma once
 // The one exception type of klab. Its message says what was wrong and, where it helps, what is
 // allowed, so that a user can fix the input without reading the code.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,6 +33,16 @@ inline std::string printable(std::string_view text) {
         }
     }
     return out;
+}
+
+// A long text quoted in a message, its first `head` and last `tail` bytes kept around
+// " ... (N bytes left out) ... ", so that the message stays a line one can read: a JSON parser's
+// "last read: '...'" quotes a whole unterminated string, which may be most of a file.
+inline std::string shortened(std::string_view text, std::size_t head = 160, std::size_t tail = 80) {
+    constexpr std::size_t kMarkerBytes = 40;  // shorter texts are kept whole: the marker would not save much
+    if (text.size() <= head + tail + kMarkerBytes) return std::string(text);
+    return std::string(text.substr(0, head)) + " ... (" + std::to_string(text.size() - head - tail) + " bytes left out) ... " +
+           std::string(text.substr(text.size() - tail));
 }
 
 }  // namespace klab

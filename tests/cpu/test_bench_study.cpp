@@ -253,6 +253,11 @@ TEST(BenchJson, InvalidFilesAreRefusedWithTheReason) {
     EXPECT_NE(message_of("{\"benchmarks\": [{\"real_time\": 1}]}").find("without a name"), std::string::npos);
     EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"time_unit\": \"h\"}]}").find("unknown time_unit"),
               std::string::npos);
+    // A parser quotes what it last read: an unterminated string is shortened to a readable line.
+    const std::string unterminated = message_of("{\"benchmarks\": [{\"name\": \"" + std::string(5000, 'a'));
+    EXPECT_NE(unterminated.find("bad.json is not JSON"), std::string::npos) << unterminated;
+    EXPECT_NE(unterminated.find(" bytes left out) ... "), std::string::npos) << unterminated;
+    EXPECT_LT(unterminated.size(), 500u) << unterminated;
     EXPECT_THROW(load_bench_file("/nonexistent/bench.json"), Error);
 }
 

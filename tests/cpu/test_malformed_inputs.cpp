@@ -76,6 +76,17 @@ bool refused(Parse parse) {
     return false;
 }
 
+// A quoted text longer than head + tail + 40 bytes keeps its ends around the count left out.
+TEST(ErrorText, ShortenedKeepsBothEndsOfALongTextAndShortTextsWhole) {
+    EXPECT_EQ(shortened("short"), "short");
+    const std::string limit = std::string(160, 'h') + std::string(40, '-') + std::string(80, 't');
+    EXPECT_EQ(shortened(limit), limit);
+    const std::string text = std::string(160, 'h') + std::string(1000, '-') + std::string(80, 't');
+    EXPECT_EQ(shortened(text), std::string(160, 'h') + " ... (1000 bytes left out) ... " + std::string(80, 't'));
+    EXPECT_EQ(shortened("abcdefghij", 2, 3), "abcdefghij");  // 10 <= 2 + 3 + 40
+    EXPECT_EQ(shortened(std::string(50, 'x') + "END", 2, 3), "xx ... (48 bytes left out) ... END");
+}
+
 TEST_F(MalformedInputs, ImagesAreRefusedAndNothingIsWritten) {
     int checked = 0;
     for (const char* target : {"png", "jpeg", "pnm"}) {
