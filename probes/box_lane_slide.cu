@@ -49,19 +49,13 @@
 #include "autotune/timing.hpp"
 #include "harness/cuda_check.hpp"
 #include "kernels/box_span.hpp"
+#include "probes/box9_probe.hpp"
 #include "probes/probe_main.hpp"
 
 namespace {
 
+using namespace klab::probes::box9;
 using klab::box_span::slide_columns;
-
-constexpr int kWidth = 7680, kHeight = 4320, kStride = 3, kRowBytes = kWidth * kStride;  // a multiple of 16
-constexpr int kRadius = 4, kCount = (2 * kRadius + 1) * (2 * kRadius + 1);
-constexpr int kWarpOutput = 480;                       // lanes 1 ... 30
-constexpr int kWarpsPerRow = kRowBytes / kWarpOutput;  // 48
-constexpr unsigned kFullMask = 0xffffffffu;
-
-__device__ __forceinline__ uint4 load16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // The 16 output bytes of a lane from V of its bytes and its neighbours' (see the preamble).
 __device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
@@ -172,23 +166,6 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
     }
 }
 
-// Interior bytes of a few rows that differ from a CPU box sum (replicated rows).
-long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, std::size_t pitch, long& checked) {
-    long differing = 0;
-    for (int y : {0, 1, 3, 4, 5, 31, 32, 33, 63, 64, 1000, 2047, 2048, 4315, 4319}) {
-        for (int e = 16; e < kRowBytes - 16; ++e) {
-            std::uint32_t sum = 0;
-            for (int dy = -kRadius; dy <= kRadius; ++dy) {
-                const std::size_t source_row = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * pitch;
-                for (int dx = -kRadius; dx <= kRadius; ++dx) sum += image[source_row + static_cast<std::size_t>(e + dx * kStride)];
-            }
-            ++checked;
-            if (result[static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(e)] != (sum + (kCount - 1) / 2) / kCount) ++differing;
-        }
-    }
-    return differing;
-}
-
 using Kernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, int);
 
 // A configuration: the row reads (global: the leaving row read again; ring: shared memory), whether
@@ -241,15 +218,10 @@ bool g_profile = false;
 
 int run() {
     using namespace klab;
-    const std::size_t pitch = kRowBytes, bytes = pitch * kHeight;
-    std::vector<std::uint8_t> image(bytes);
-    std::uint32_t state = 12345;
-    for (std::uint8_t& b : image) state = state * 1664525u + 1013904223u, b = static_cast<std::uint8_t>(state >> 24);
-    std::uint8_t *in = nullptr, *out = nullptr, *copy = nullptr;
-    KLAB_CUDA_CHECK(cudaMalloc(&in, bytes));
-    KLAB_CUDA_CHECK(cudaMalloc(&out, bytes));
-    KLAB_CUDA_CHECK(cudaMalloc(&copy, bytes));
-    KLAB_CUDA_CHECK(cudaMemcpy(in, image.data(), bytes, cudaMemcpyHostToDevice));
+    const Buffers buffers;
+    constexpr std::size_t pitch = Buffers::pitch;
+    std::uint8_t* const in = buffers.in;
+    std::uint8_t* const out = buffers.out;
 
     if (g_profile) {
         for (const Profiled& p : kProfiled) {
@@ -261,12 +233,8 @@ int run() {
         KLAB_CUDA_CHECK(cudaDeviceSynchronize());
         return 0;
     }
-    autotune::L2Flusher flusher;
-    autotune::TimingOptions options;
-    options.min_samples = 20;
-    const auto median_us = [&](const autotune::Work& work) { return autotune::measure(work, flusher, nullptr, options).us.median; };
-    const double copy_us = median_us([&](cudaStream_t s) { KLAB_CUDA_CHECK(cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, s)); });
-    std::printf("device-to-device copy of the %zu-byte image: %.1f us\n", bytes, copy_us);
+    Timer timer;
+    const double copy_us = timer.copy_us(buffers);
 
     const Config configs[] = {{false, false, 1}, {false, false, 4}, {false, true, 1}, {false, true, 4}, {true, false, 2}, {true, false, 4},
                               {true, false, 6},  {true, true, 2},   {true, true, 4},  {true, true, 6}};
@@ -285,14 +253,10 @@ int run() {
                 };
                 long checked = 0, differing = 0;
                 if (c.row_sums) {
-                    KLAB_CUDA_CHECK(cudaMemset(out, 0, bytes));
-                    work(nullptr);
-                    KLAB_CUDA_CHECK(cudaDeviceSynchronize());
-                    std::vector<std::uint8_t> result(bytes);
-                    KLAB_CUDA_CHECK(cudaMemcpy(result.data(), out, bytes, cudaMemcpyDeviceToHost));
-                    differing = differing_bytes(image, result, pitch, checked);
+                    differing = differing_bytes(buffers.image, buffers.output_of(work),
+                                                {0, 1, 3, 4, 5, 31, 32, 33, 63, 64, 1000, 2047, 2048, 4315, 4319}, checked);
                 }
-                const double us = median_us(work);
+                const double us = timer.median_us(work);
                 std::printf("%-13s %-6s rows ahead %d, strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers, %zu B shared)",
                             c.row_sums ? "box 9x9" : "columns only", c.ring ? "ring" : "global", c.ahead, strip_rows, block, us, us / copy_us,
                             attributes.numRegs, shared);
@@ -301,9 +265,6 @@ int run() {
             }
         }
     }
-    KLAB_CUDA_CHECK(cudaFree(copy));
-    KLAB_CUDA_CHECK(cudaFree(out));
-    KLAB_CUDA_CHECK(cudaFree(in));
     return 0;
 }
 

@@ -34,28 +34,17 @@
 
 #include "autotune/timing.hpp"
 #include "harness/cuda_check.hpp"
+#include "kernels/box_span.hpp"
+#include "probes/box9_probe.hpp"
 #include "probes/probe_main.hpp"
 
 namespace {
 
-constexpr int kWidth = 7680, kHeight = 4320, kStride = 3, kRowBytes = kWidth * kStride;  // a multiple of 16
-constexpr int kRadius = 4, kCount = (2 * kRadius + 1) * (2 * kRadius + 1);
-constexpr int kLead = kRadius * kStride, kTrail = (kRadius + 1) * kStride;  // 12 and 15 bytes
-constexpr int kWarpOutput = 480;                                            // lanes 1 ... 30
-constexpr int kWarpsPerRow = kRowBytes / kWarpOutput;                       // 48
-constexpr unsigned kFullMask = 0xffffffffu;
-
-__device__ __forceinline__ uint4 load16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-
+using namespace klab::probes::box9;
 // V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
-__device__ __forceinline__ void slide(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
-    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
-        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
-    }
-}
+using klab::box_span::slide_columns;
+
+constexpr int kLead = kRadius * kStride, kTrail = (kRadius + 1) * kStride;  // 12 and 15 bytes
 
 // RowSums false: the column sums' low bytes are stored instead of the box (wrong pixels, not
 // checked): the cost of the loads, the slide and the stores alone, this structure's floor.
@@ -74,7 +63,7 @@ __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __res
     const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
 
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
-    for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide(v, load16(row(y)), make_uint4(0, 0, 0, 0));
+    for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide_columns(v, load16(row(y)), make_uint4(0, 0, 0, 0));
     uint4 enter[RowsAhead], leave[RowsAhead];  // the rows of the next RowsAhead output rows, in flight
 #pragma unroll
     for (int k = 0; k < RowsAhead; ++k) enter[k] = load16(row(y_begin + k + kRadius)), leave[k] = load16(row(y_begin + k - kRadius - 1));
@@ -85,7 +74,7 @@ __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __res
         for (int k = 0; k + 1 < RowsAhead; ++k) enter[k] = enter[k + 1], leave[k] = leave[k + 1];
         enter[RowsAhead - 1] = load16(row(y + RowsAhead + kRadius));
         leave[RowsAhead - 1] = load16(row(y + RowsAhead - kRadius - 1));
-        slide(v, e, l);
+        slide_columns(v, e, l);
         if (RowSums) {
             // The lane's prefix along each chain of elements 3 apart (chain c: elements k = c mod 3).
             std::uint32_t p[16];
@@ -140,46 +129,19 @@ __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __res
     }
 }
 
-// Interior bytes of a few rows that differ from a CPU box sum (replicated rows).
-long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, std::size_t pitch, long& checked) {
-    long differing = 0;
-    for (int y : {0, 1, 3, 4, 5, 31, 32, 33, 1000, 2047, 2048, 4315, 4319}) {
-        for (int e = 16; e < kRowBytes - 16; ++e) {
-            std::uint32_t sum = 0;
-            for (int dy = -kRadius; dy <= kRadius; ++dy) {
-                const std::size_t source_row = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * pitch;
-                for (int dx = -kRadius; dx <= kRadius; ++dx) sum += image[source_row + static_cast<std::size_t>(e + dx * kStride)];
-            }
-            ++checked;
-            if (result[static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(e)] != (sum + (kCount - 1) / 2) / kCount) ++differing;
-        }
-    }
-    return differing;
-}
-
 int run() {
     using namespace klab;
-    const std::size_t pitch = kRowBytes, bytes = pitch * kHeight;
-    std::vector<std::uint8_t> image(bytes);
-    std::uint32_t state = 12345;
-    for (std::uint8_t& b : image) state = state * 1664525u + 1013904223u, b = static_cast<std::uint8_t>(state >> 24);
-    std::uint8_t *in = nullptr, *out = nullptr, *copy = nullptr;
-    KLAB_CUDA_CHECK(cudaMalloc(&in, bytes));
-    KLAB_CUDA_CHECK(cudaMalloc(&out, bytes));
-    KLAB_CUDA_CHECK(cudaMalloc(&copy, bytes));
-    KLAB_CUDA_CHECK(cudaMemcpy(in, image.data(), bytes, cudaMemcpyHostToDevice));
-
-    autotune::L2Flusher flusher;
-    autotune::TimingOptions options;
-    options.min_samples = 20;
-    const auto median_us = [&](const autotune::Work& work) { return autotune::measure(work, flusher, nullptr, options).us.median; };
-    const double copy_us = median_us([&](cudaStream_t s) { KLAB_CUDA_CHECK(cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, s)); });
-    std::printf("device-to-device copy of the %zu-byte image: %.1f us\n", bytes, copy_us);
+    const Buffers buffers;
+    constexpr std::size_t pitch = Buffers::pitch;
+    std::uint8_t* const in = buffers.in;
+    std::uint8_t* const out = buffers.out;
+    Timer timer;
+    const double copy_us = timer.copy_us(buffers);
 
     for (int strip_rows : {32, 64}) {  // the structure's floor: loads, slide and stores, no row sums
         const int warps = kWarpsPerRow * ((kHeight + strip_rows - 1) / strip_rows);
         const int grid = (warps * 32 + 255) / 256;
-        const double us = median_us([&](cudaStream_t s) {
+        const double us = timer.median_us([&](cudaStream_t s) {
             box_warp_prefix<1, false><<<grid, 256, 0, s>>>(in, out, pitch, strip_rows);
             KLAB_CUDA_CHECK_LAUNCH(s);
         });
@@ -199,14 +161,10 @@ int run() {
                     }
                     KLAB_CUDA_CHECK_LAUNCH(s);
                 };
-                KLAB_CUDA_CHECK(cudaMemset(out, 0, bytes));
-                run(nullptr);
-                KLAB_CUDA_CHECK(cudaDeviceSynchronize());
-                std::vector<std::uint8_t> result(bytes);
-                KLAB_CUDA_CHECK(cudaMemcpy(result.data(), out, bytes, cudaMemcpyDeviceToHost));
                 long checked = 0;
-                const long differing = differing_bytes(image, result, pitch, checked);
-                const double us = median_us(run);
+                const long differing = differing_bytes(buffers.image, buffers.output_of(run),
+                                                       {0, 1, 3, 4, 5, 31, 32, 33, 1000, 2047, 2048, 4315, 4319}, checked);
+                const double us = timer.median_us(run);
                 cudaFuncAttributes attributes{};
                 KLAB_CUDA_CHECK(cudaFuncGetAttributes(
                     &attributes, rows_ahead == 1 ? reinterpret_cast<const void*>(&box_warp_prefix<1>) : reinterpret_cast<const void*>(&box_warp_prefix<2>)));
@@ -215,9 +173,6 @@ int run() {
             }
         }
     }
-    KLAB_CUDA_CHECK(cudaFree(copy));
-    KLAB_CUDA_CHECK(cudaFree(out));
-    KLAB_CUDA_CHECK(cudaFree(in));
     return 0;
 }
 
