@@ -24,7 +24,9 @@
 #              PROFILE (a regex of kernel names, e.g. conv_box_warp_ring: Nsight Compute, --set full
 #              with source counters, on one launch of each variant's first benchmarked row, or its
 #              first that matches the regex PROFILE_ROW, e.g. box9; its figures printed last, the
-#              details and SASS pages as CSV in $OUT/prof/).
+#              details and SASS pages as CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how
+#              many consecutive launches of matching kernels, e.g. PROFILE=integral_tile
+#              PROFILE_LAUNCHES=2 for both kernels of a run of integral.tile_gather; each one's figures).
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
 #            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
 set -uo pipefail
@@ -41,6 +43,8 @@ fail() {
 source_file=$1
 shift
 [[ -f $source_file && $source_file == kernels/*.cu ]] || fail "$source_file: not a variant file (kernels/NAME.cu)"
+launches=${PROFILE_LAUNCHES:-1}
+[[ $launches =~ ^([1-9]|1[0-6])$ ]] || fail "PROFILE_LAUNCHES=$launches: give the number of consecutive kernel launches to profile, 1 to 16"
 [[ -n ${EXPERIMENTS:-} ]] || fail "EXPERIMENTS is empty: give one 'SUFFIX|SED-EXPRESSION' or 'SUFFIX|@FILE' per line"
 variant=$(sed -n 's/.*std::string name() const override { return "\([a-z0-9_.]*\)"; }.*/\1/p' "$source_file" | head -n 1)
 [[ -n $variant ]] || fail "$source_file: no name() returning a string literal found"
@@ -154,14 +158,14 @@ PY
     )
     [[ -n $row ]] || { echo "gpu-experiment: $name: no benchmarked row to profile"; continue; }
     report="$OUT/prof/$name"
-    # The fourth launch of the kernels: past klab-bench's verification and warm-up launches.
-    if ! ncu --set full --import-source yes --launch-skip 3 --launch-count 1 -k "regex:$PROFILE" -f -o "$report" \
+    # The fourth run's launches of the kernels: past klab-bench's verification and warm-up runs.
+    if ! ncu --set full --import-source yes --launch-skip $((3 * launches)) --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
       ./build/release/klab-bench --klab_results results --benchmark_filter="$row" --benchmark_min_time=0.01s >"$report.log" 2>&1; then
       echo "gpu-experiment: $name: Nsight Compute failed (log: $report.log)"
       continue
     fi
     if [[ ! -f $report.ncu-rep ]]; then
-      echo "gpu-experiment: $name: no fourth launch of a kernel matching '$PROFILE' on $row (log: $report.log)"
+      echo "gpu-experiment: $name: no launch of a kernel matching '$PROFILE' past the first $((3 * launches)) on $row (log: $report.log)"
       continue
     fi
     ncu -i "$report.ncu-rep" --page details --csv >"$report.details.csv" 2>/dev/null
@@ -175,18 +179,44 @@ import sys
 
 wanted = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
           "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
-figures, pipe = {}, ""
+
+
+def short_name(kernel):
+    """'void unnamed>::k<3, 4>(args)' -> 'k<3, 4>': no return type, namespaces or parameters (Nsight
+    Compute writes an anonymous namespace as 'unnamed>', whose '>' closes nothing)."""
+    kernel = kernel.removeprefix("void ")
+    depth, start = 0, 0
+    for i, c in enumerate(kernel):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and c == ":" and kernel[i + 1 : i + 2] == ":":
+            start = i + 2
+        elif depth == 0 and c == "(":
+            return kernel[start:i]
+    return kernel[start:]
+
+
+launches = {}  # launch ID -> (kernel, {figure: value}, busiest pipe), in the report's order
 for row in csv.DictReader(open(sys.argv[1])):
+    kernel = short_name(row.get("Kernel Name") or "")
+    _, figures, pipe = launches.setdefault(row.get("ID") or "", (kernel, {}, []))
     name = row.get("Metric Name") or ""
     if name in wanted and name not in figures:
         figures[name] = f"{row.get('Metric Value') or ''} {row.get('Metric Unit') or ''}".strip()
     found = re.search(r"\w+ is the highest-utilized pipeline \([0-9.]+%\)", row.get("Rule Description") or "")
-    pipe = pipe or (found.group(0) if found else "")
-for name in wanted:
-    if name in figures:
-        print(f"  {name}: {figures[name]}")
-if pipe:
-    print(f"  {pipe}")
+    if found and not pipe:
+        pipe.append(found.group(0))
+for kernel, figures, pipe in launches.values():
+    if len(launches) > 1:
+        print(f"  {kernel}:")
+    indent = "    " if len(launches) > 1 else "  "
+    for name in wanted:
+        if name in figures:
+            print(f"{indent}{name}: {figures[name]}")
+    for line in pipe:
+        print(f"{indent}{line}")
 PY
   done
 fi
