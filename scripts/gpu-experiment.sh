@@ -23,8 +23,9 @@
 #              SKIP_TESTS=1 (no conformance cases), OUT (logs; default build/gpu-experiment),
 #              PROFILE (a regex of kernel names, e.g. conv_box_warp_ring: Nsight Compute, --set full
 #              with source counters, on one launch of each variant's first benchmarked row, or its
-#              first that matches the regex PROFILE_ROW, e.g. box9; its figures printed last, the
-#              details and SASS pages as CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how
+#              first that matches the regex PROFILE_ROW, e.g. box9; its figures and its hottest
+#              code's opcodes printed last (scripts/ncu_summary.py), the details and SASS pages as
+#              CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how
 #              many consecutive launches of matching kernels, e.g. PROFILE=integral_tile
 #              PROFILE_LAUNCHES=2 for both kernels of a run of integral.tile_gather; each one's figures).
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
@@ -172,51 +173,6 @@ PY
     ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>/dev/null
     rm -f "$report.ncu-rep"
     echo "gpu-experiment: Nsight Compute, $name (${row}):"
-    python3 - "$report.details.csv" <<'PY'
-import csv
-import re
-import sys
-
-wanted = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
-          "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
-
-
-def short_name(kernel):
-    """'void unnamed>::k<3, 4>(args)' -> 'k<3, 4>': no return type, namespaces or parameters (Nsight
-    Compute writes an anonymous namespace as 'unnamed>', whose '>' closes nothing)."""
-    kernel = kernel.removeprefix("void ")
-    depth, start = 0, 0
-    for i, c in enumerate(kernel):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and c == ":" and kernel[i + 1 : i + 2] == ":":
-            start = i + 2
-        elif depth == 0 and c == "(":
-            return kernel[start:i]
-    return kernel[start:]
-
-
-launches = {}  # launch ID -> (kernel, {figure: value}, busiest pipe), in the report's order
-for row in csv.DictReader(open(sys.argv[1])):
-    kernel = short_name(row.get("Kernel Name") or "")
-    _, figures, pipe = launches.setdefault(row.get("ID") or "", (kernel, {}, []))
-    name = row.get("Metric Name") or ""
-    if name in wanted and name not in figures:
-        figures[name] = f"{row.get('Metric Value') or ''} {row.get('Metric Unit') or ''}".strip()
-    found = re.search(r"\w+ is the highest-utilized pipeline \([0-9.]+%\)", row.get("Rule Description") or "")
-    if found and not pipe:
-        pipe.append(found.group(0))
-for kernel, figures, pipe in launches.values():
-    if len(launches) > 1:
-        print(f"  {kernel}:")
-    indent = "    " if len(launches) > 1 else "  "
-    for name in wanted:
-        if name in figures:
-            print(f"{indent}{name}: {figures[name]}")
-    for line in pipe:
-        print(f"{indent}{line}")
-PY
+    python3 scripts/ncu_summary.py --details "$report.details.csv" --sass "$report.sass.csv" | sed 's/^/  /'
   done
 fi

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""A kernel's key Nsight Compute figures, and where its instructions go.
+
+--details: the CSV of `ncu -i REPORT --page details --csv`. Per profiled launch: time, cycles,
+  instructions, issue slots, registers, occupancy, DRAM throughput and the busiest pipe.
+--sass: the CSV of `ncu -i REPORT --page source --csv --print-source sass` (a "Kernel Name" line,
+  a header and one row per SASS instruction with its execution count, per kernel). Per kernel: the
+  warp instructions executed, the code's hottest parts (instructions that ran the same number of
+  times: a loop body, or the path through it that most passes take) and the opcode mix of the
+  hottest one, each opcode with its share of the kernel's warp-stall samples: the "instructions per
+  row" reading that kernel preambles quote.
+
+scripts/gpu-experiment.sh prints both after each profile (PROFILE=...).
+Usage: python3 scripts/ncu_summary.py [--details DETAILS.csv] [--sass SASS.csv] [--parts N]
+"""
+import argparse
+import collections
+import csv
+import re
+import sys
+
+FIGURES = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
+           "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
+BUSIEST_PIPE = re.compile(r"\w+ is the highest-utilized pipeline \([0-9.]+%\)")
+COUNT = "Instructions Executed"
+STALLS = "Warp Stall Sampling (All Samples)"
+SOURCE = "Source"
+
+
+def short_name(kernel):
+    """'void klab::<unnamed>::k<(int)3, (int)4>(args)' -> 'k<(int)3, (int)4>': no return type,
+    namespaces or parameters. The details page writes an anonymous namespace as 'unnamed>', whose
+    '>' closes nothing."""
+    kernel = kernel.removeprefix("void ")
+    depth, start = 0, 0
+    for i, c in enumerate(kernel):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and c == ":" and kernel[i + 1:i + 2] == ":":
+            start = i + 2
+        elif depth == 0 and c == "(":
+            return kernel[start:i]
+    return kernel[start:]
+
+
+def details_lines(path):
+    """The key figures of each launch in the details page, in the report's order."""
+    launches = {}  # launch ID -> (kernel, {figure: value}, [busiest pipe])
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if not reader.fieldnames or not {"ID", "Kernel Name", "Metric Name", "Metric Value"} <= set(reader.fieldnames):
+            raise ValueError(f"{path}: not Nsight Compute's details page (no ID, Kernel Name, Metric Name and Metric Value "
+                             "columns); write it with: ncu -i REPORT --page details --csv")
+        for row in reader:
+            _, figures, pipe = launches.setdefault(row["ID"], (short_name(row["Kernel Name"] or ""), {}, []))
+            name = row["Metric Name"] or ""
+            if name in FIGURES and name not in figures:
+                figures[name] = f"{row['Metric Value'] or ''} {row.get('Metric Unit') or ''}".strip()
+            found = BUSIEST_PIPE.search(row.get("Rule Description") or "")
+            if found and not pipe:
+                pipe.append(found.group(0))
+    if not launches:
+        raise ValueError(f"{path}: no launch in it")
+    lines = []
+    for kernel, figures, pipe in launches.values():
+        lines.append(f"{kernel}:")
+        lines += [f"  {name}: {figures[name]}" for name in FIGURES if name in figures] + [f"  {p}" for p in pipe]
+    return lines
+
+
+# Qualifiers kept in an opcode's name because they change what it costs: IMAD's forms (a move or a
+# 64-bit add is no multiply), a 64-bit add's high half, the width of a memory access.
+KEPT = {"IMAD": {"MOV", "WIDE", "HI", "SHL", "IADD", "X"}, "IADD3": {"X"}}
+MEMORY = ("LD", "ST", "ATOM", "RED")
+WIDTHS = {"128", "64", "U8", "S8", "U16", "S16"}
+
+
+def opcode(source):
+    """'@!P0 IMAD.MOV.U32 R1, RZ, RZ, R2' -> 'IMAD.MOV'; 'LDS.128 R4, [R2]' -> 'LDS.128'; 'SHF.R.U32.HI' -> 'SHF'."""
+    words = source.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    if not words:
+        return "?"
+    base, *qualifiers = words[0].split(".")
+    kept = WIDTHS if base.startswith(MEMORY) else KEPT.get(base, set())
+    return ".".join([base] + [q for q in qualifiers if q in kept])
+
+
+def sass_sections(path):
+    """(kernel, [(opcode, executions, stall samples)]) per section of the SASS page; a section that
+    repeats an earlier one exactly (the page can list a kernel twice) is dropped."""
+    found, seen = [], set()
+    kernel, header, rows = None, None, []
+
+    def close():
+        if kernel is not None and rows and (kernel, tuple(rows)) not in seen:
+            seen.add((kernel, tuple(rows)))
+            found.append((kernel, rows))
+
+    with open(path, newline="") as f:
+        for line in csv.reader(f):
+            if not line:
+                continue
+            if line[0] == "Kernel Name":
+                close()
+                kernel, header, rows = (line[1] if len(line) > 1 else "?"), None, []
+            elif header is None:
+                if kernel is None or COUNT not in line or SOURCE not in line:
+                    raise ValueError(f"{path}: not Nsight Compute's SASS page (no 'Kernel Name' line followed by a header with "
+                                     f"'{SOURCE}' and '{COUNT}'); write it with: ncu -i REPORT --page source --csv --print-source sass")
+                header = {name: i for i, name in enumerate(line)}
+            else:
+                try:
+                    count = int(line[header[COUNT]].replace(",", ""))
+                    stalls = int(line[header[STALLS]].replace(",", "")) if STALLS in header else 0
+                    source = line[header[SOURCE]]
+                except (ValueError, IndexError) as e:
+                    raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}") from e
+                rows.append((opcode(source), count, stalls))
+    close()
+    if not found:
+        raise ValueError(f"{path}: no kernel with SASS rows (profile with --set full, or at least --section SourceCounters)")
+    return found
+
+
+def sass_lines(kernel, rows, parts):
+    total = sum(count for _, count, _ in rows)
+    all_stalls = sum(s for _, _, s in rows)
+    lines = [f"{short_name(kernel)}: {total:,} warp instructions"]
+    groups = collections.defaultdict(list)  # executions -> the instructions that ran that often
+    for row in rows:
+        if row[1] > 0:
+            groups[row[1]].append(row)
+    hottest = sorted(groups.items(), key=lambda item: -item[0] * len(item[1]))[:parts]
+    for executions, members in hottest:
+        lines.append(f"  {len(members)} instructions run {executions:,} times each: {executions * len(members) / total:.1%} of them")
+    if hottest:
+        members = hottest[0][1]
+        mix = collections.Counter(op for op, _, _ in members)
+        stalls = collections.Counter()
+        for op, _, s in members:
+            stalls[op] += s
+        share = (lambda op: f" ({stalls[op] / all_stalls:.0%})") if all_stalls else (lambda op: "")
+        lines.append(f"  the hottest {len(members)}, by opcode" + (" (share of the kernel's stall samples)" if all_stalls else "") + ":")
+        lines.append("    " + ", ".join(f"{op} {n}{share(op)}" for op, n in mix.most_common()))
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--details", help="the details page as CSV (ncu -i REPORT --page details --csv)")
+    parser.add_argument("--sass", help="the SASS page as CSV (ncu -i REPORT --page source --csv --print-source sass)")
+    parser.add_argument("--parts", type=int, default=3, help="how many of the hottest parts of the SASS to list (default 3)")
+    args = parser.parse_args()
+    if not args.details and not args.sass:
+        parser.error("give --details, --sass or both")
+    if args.parts < 1:
+        parser.error(f"--parts {args.parts}: give 1 or more")
+    def sass_summary(path):
+        return [line for kernel, rows in sass_sections(path) for line in sass_lines(kernel, rows, args.parts)]
+
+    status = 0
+    for path, summarize in ((args.details, details_lines), (args.sass, sass_summary)):
+        if not path:
+            continue
+        try:
+            print("\n".join(summarize(path)), flush=True)
+        except (OSError, ValueError) as e:  # the other page's figures are still worth printing
+            print(f"ncu_summary: {e}", file=sys.stderr, flush=True)
+            status = 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""scripts/ncu_summary.py on Nsight Compute pages kept in tests/data/ncu/: the details page of a
+real profile (integral.tile_gather's two kernels on an H200, trimmed to the rows it reads) and a
+SASS page written for the test in the page's format (its header copied from a real one)."""
+import pathlib
+import subprocess
+import sys
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "ncu"
+SCRIPT = ROOT / "scripts" / "ncu_summary.py"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(SCRIPT.parent))
+import ncu_summary  # noqa: E402
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=False)
+
+
+class Details(unittest.TestCase):
+    def test_each_launch_its_figures_and_busiest_pipe_in_order(self):
+        result = run("--details", DATA / "integral_tile_gather.details.csv")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        sums, gather = lines.index("integral_tile_sums_kernel<1>:"), lines.index("integral_tile_gather_kernel<1, unsigned long>:")
+        self.assertLess(sums, gather)
+        self.assertEqual(lines[sums + 1:sums + 5], ["  Duration: 17.09 us", "  Elapsed Cycles: 24,967 cycle",
+                                                    "  SM Active Cycles: 20,714.86 cycle", "  Executed Instructions: 7,734,690 inst"])
+        self.assertIn("  ALU is the highest-utilized pipeline (47.9%)", lines[sums:gather])
+        self.assertIn("  Issue Slots Busy: 34.43 %", lines[gather:])
+        self.assertNotIn("SM Frequency", result.stdout)  # a metric it does not list
+
+    def test_a_file_that_is_not_the_details_page_is_refused_with_the_command_that_writes_one(self):
+        result = run("--details", DATA / "walk.sass.csv")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("walk.sass.csv: not Nsight Compute's details page", result.stderr)
+        self.assertIn("ncu -i REPORT --page details --csv", result.stderr)
+
+
+class Sass(unittest.TestCase):
+    def test_hottest_parts_and_their_opcodes(self):
+        result = run("--sass", DATA / "walk.sass.csv")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.splitlines(), [
+            "walk_kernel<(int)3, (int)4>: 9,300 warp instructions",  # the section listed twice counts once
+            "  6 instructions run 1,000 times each: 64.5% of them",
+            "  2 instructions run 1,500 times each: 32.3% of them",
+            "  3 instructions run 100 times each: 3.2% of them",
+            "  the hottest 6, by opcode (share of the kernel's stall samples):",
+            "    IMAD.MOV 2 (34%), SHF 1 (4%), LDS.128 1 (17%), IADD3.X 1 (4%), STG.128 1 (34%)",
+            "other_kernel: 20 warp instructions",
+            "  2 instructions run 10 times each: 100.0% of them",
+            "  the hottest 2, by opcode:",
+            "    IADD3 1, EXIT 1",
+        ])
+
+    def test_parts(self):
+        result = run("--sass", DATA / "walk.sass.csv", "--parts", "1")
+        self.assertNotIn("1,500 times", result.stdout)
+        self.assertEqual(run("--sass", DATA / "walk.sass.csv", "--parts", "0").returncode, 2)
+
+    def test_a_file_that_is_not_the_sass_page_is_refused_and_the_details_still_printed(self):
+        result = run("--details", DATA / "integral_tile_gather.details.csv", "--sass", DATA / "integral_tile_gather.details.csv")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Duration: 17.09 us", result.stdout)
+        self.assertIn("not Nsight Compute's SASS page", result.stderr)
+        self.assertIn("--page source --csv --print-source sass", result.stderr)
+
+    def test_a_missing_file_and_no_page_at_all(self):
+        result = run("--sass", DATA / "no-such.csv")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no-such.csv", result.stderr)
+        self.assertEqual(run().returncode, 2)
+
+
+class Names(unittest.TestCase):
+    def test_short_names(self):
+        cases = {
+            "void klab::<unnamed>::conv_box_warp_ring_kernel<(int)3, (int)4>(klab::ImageView<const unsigned char>, int)":
+                "conv_box_warp_ring_kernel<(int)3, (int)4>",
+            "void unnamed>::integral_tile_gather_kernel<1, unsigned long>(ImageView<T2>, unnamed>::Sums, Grid)":
+                "integral_tile_gather_kernel<1, unsigned long>",
+            "a::b<c::d>::k<x::y>(z::w)": "k<x::y>",
+            "kernel": "kernel",
+        }
+        for kernel, short in cases.items():
+            self.assertEqual(ncu_summary.short_name(kernel), short)
+
+    def test_opcodes(self):
+        cases = {"@!P0 IMAD.MOV.U32 R1, RZ, RZ, R2": "IMAD.MOV", "IMAD.WIDE.U32 R2, R3, 0x4, R4": "IMAD.WIDE",
+                 "IMAD R1, R2, R3, R4": "IMAD",
+                 "SHF.R.U32.HI R5, RZ, 0x10, R6": "SHF", "LDG.E.U8.CONSTANT R1, desc[UR4][R2.64]": "LDG.U8",
+                 "LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64]": "LDGSTS.128", "IMMA.16832.U8.U8 R4, R8, R12, R4": "IMMA", "": "?"}
+        for source, op in cases.items():
+            self.assertEqual(ncu_summary.opcode(source), op)
+
+
+if __name__ == "__main__":
+    unittest.main()
