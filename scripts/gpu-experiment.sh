@@ -25,9 +25,10 @@
 #              with source counters, on one launch of each variant's first benchmarked row, or its
 #              first that matches the regex PROFILE_ROW, e.g. box9; its figures and its hottest
 #              code's opcodes printed last (scripts/ncu_summary.py), the details and SASS pages as
-#              CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how
-#              many consecutive launches of matching kernels, e.g. PROFILE=integral_tile
-#              PROFILE_LAUNCHES=2 for both kernels of a run of integral.tile_gather; each one's figures).
+#              CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how many launches
+#              PROFILE's regex matches in one run of the variant, e.g. 2 with PROFILE=integral_tile,
+#              both kernels of integral.tile_gather, 1 with PROFILE=integral_tile_gather_kernel; the
+#              profile skips three runs' worth of them and takes one run's, each launch's figures).
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
 #            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
 set -uo pipefail
@@ -45,7 +46,9 @@ source_file=$1
 shift
 [[ -f $source_file && $source_file == kernels/*.cu ]] || fail "$source_file: not a variant file (kernels/NAME.cu)"
 launches=${PROFILE_LAUNCHES:-1}
-[[ $launches =~ ^([1-9]|1[0-6])$ ]] || fail "PROFILE_LAUNCHES=$launches: give the number of consecutive kernel launches to profile, 1 to 16"
+[[ $launches =~ ^([1-9]|1[0-6])$ ]] ||
+  fail "PROFILE_LAUNCHES=$launches: give how many launches PROFILE's regex matches in one run of the variant, 1 to 16"
+[[ -z ${PROFILE_LAUNCHES:-} || -n ${PROFILE:-} ]] || fail "PROFILE_LAUNCHES without PROFILE: give PROFILE (a regex of kernel names) too"
 [[ -n ${EXPERIMENTS:-} ]] || fail "EXPERIMENTS is empty: give one 'SUFFIX|SED-EXPRESSION' or 'SUFFIX|@FILE' per line"
 variant=$(sed -n 's/.*std::string name() const override { return "\([a-z0-9_.]*\)"; }.*/\1/p' "$source_file" | head -n 1)
 [[ -n $variant ]] || fail "$source_file: no name() returning a string literal found"
@@ -159,7 +162,8 @@ PY
     )
     [[ -n $row ]] || { echo "gpu-experiment: $name: no benchmarked row to profile"; continue; }
     report="$OUT/prof/$name"
-    # The fourth run's launches of the kernels: past klab-bench's verification and warm-up runs.
+    # The fourth run's launches of the kernels: past klab-bench's verification and warm-up runs
+    # (PROFILE_LAUNCHES matching launches per run).
     if ! ncu --set full --import-source yes --launch-skip $((3 * launches)) --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
       ./build/release/klab-bench --klab_results results --benchmark_filter="$row" --benchmark_min_time=0.01s >"$report.log" 2>&1; then
       echo "gpu-experiment: $name: Nsight Compute failed (log: $report.log)"
@@ -173,6 +177,6 @@ PY
     ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>/dev/null
     rm -f "$report.ncu-rep"
     echo "gpu-experiment: Nsight Compute, $name (${row}):"
-    python3 scripts/ncu_summary.py --details "$report.details.csv" --sass "$report.sass.csv" | sed 's/^/  /'
+    python3 scripts/ncu_summary.py --details "$report.details.csv" --sass "$report.sass.csv" 2>&1 | sed 's/^/  /'
   done
 fi

@@ -21,17 +21,20 @@ import sys
 
 FIGURES = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
            "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
-BUSIEST_PIPE = re.compile(r"\w+ is the highest-utilized pipeline \([0-9.]+%\)")
+# The pipe's name may carry its kind: "ALU", "FMA", "Tensor (INT)", "FMA (FP16)".
+BUSIEST_PIPE = re.compile(r"\w+(?: \(\w+\))? is the highest-utilized pipeline \([0-9.]+%\)")
 COUNT = "Instructions Executed"
 STALLS = "Warp Stall Sampling (All Samples)"
 SOURCE = "Source"
 
 
-def short_name(kernel):
+def short_name(kernel, details_page=False):
     """'void klab::<unnamed>::k<(int)3, (int)4>(args)' -> 'k<(int)3, (int)4>': no return type,
-    namespaces or parameters. The details page writes an anonymous namespace as 'unnamed>', whose
-    '>' closes nothing."""
+    namespaces or parameters. The details page writes an anonymous namespace as 'unnamed>' (its '>'
+    closes nothing): details_page=True reads it so."""
     kernel = kernel.removeprefix("void ")
+    if details_page:
+        kernel = kernel.replace("unnamed>", "<unnamed>")
     depth, start = 0, 0
     for i, c in enumerate(kernel):
         if c == "<":
@@ -45,24 +48,40 @@ def short_name(kernel):
     return kernel[start:]
 
 
+DETAILS_COMMAND = "ncu -i REPORT --page details --csv"
+SASS_COMMAND = "ncu -i REPORT --page source --csv --print-source sass"
+
+
+def csv_rows(path, command):
+    """The rows of a CSV text file; a clear error for an empty file or one that is no CSV text."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [row for row in csv.reader(f) if row]
+    except (csv.Error, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a CSV text file ({e}); write it with: {command}") from e
+    if not rows:
+        raise ValueError(f"{path}: empty (did `{command}` fail?)")
+    return rows
+
+
 def details_lines(path):
     """The key figures of each launch in the details page, in the report's order."""
+    header, *rows = csv_rows(path, DETAILS_COMMAND)
+    if not {"ID", "Kernel Name", "Metric Name", "Metric Value"} <= set(header):
+        raise ValueError(f"{path}: not Nsight Compute's details page (no ID, Kernel Name, Metric Name and Metric Value "
+                         f"columns); write it with: {DETAILS_COMMAND}")
     launches = {}  # launch ID -> (kernel, {figure: value}, [busiest pipe])
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if not reader.fieldnames or not {"ID", "Kernel Name", "Metric Name", "Metric Value"} <= set(reader.fieldnames):
-            raise ValueError(f"{path}: not Nsight Compute's details page (no ID, Kernel Name, Metric Name and Metric Value "
-                             "columns); write it with: ncu -i REPORT --page details --csv")
-        for row in reader:
-            _, figures, pipe = launches.setdefault(row["ID"], (short_name(row["Kernel Name"] or ""), {}, []))
-            name = row["Metric Name"] or ""
-            if name in FIGURES and name not in figures:
-                figures[name] = f"{row['Metric Value'] or ''} {row.get('Metric Unit') or ''}".strip()
-            found = BUSIEST_PIPE.search(row.get("Rule Description") or "")
-            if found and not pipe:
-                pipe.append(found.group(0))
+    for values in rows:
+        row = dict(zip(header, values))
+        _, figures, pipe = launches.setdefault(row["ID"], (short_name(row.get("Kernel Name") or "", details_page=True), {}, []))
+        name = row.get("Metric Name") or ""
+        if name in FIGURES and name not in figures:
+            figures[name] = f"{row.get('Metric Value') or ''} {row.get('Metric Unit') or ''}".strip()
+        found = BUSIEST_PIPE.search(row.get("Rule Description") or "")
+        if found and not pipe:
+            pipe.append(found.group(0))
     if not launches:
-        raise ValueError(f"{path}: no launch in it")
+        raise ValueError(f"{path}: no launch in it, only the header")
     lines = []
     for kernel, figures, pipe in launches.values():
         lines.append(f"{kernel}:")
@@ -72,7 +91,8 @@ def details_lines(path):
 
 # Qualifiers kept in an opcode's name because they change what it costs: IMAD's forms (a move or a
 # 64-bit add is no multiply), a 64-bit add's high half, the width of a memory access.
-KEPT = {"IMAD": {"MOV", "WIDE", "HI", "SHL", "IADD", "X"}, "IADD3": {"X"}}
+IMAD_FORMS = {"MOV", "WIDE", "HI", "SHL", "IADD", "X"}
+KEPT = {"IMAD": IMAD_FORMS, "UIMAD": IMAD_FORMS, "IADD3": {"X"}, "UIADD3": {"X"}, "LEA": {"HI", "X"}, "ULEA": {"HI", "X"}}
 MEMORY = ("LD", "ST", "ATOM", "RED")
 WIDTHS = {"128", "64", "U8", "S8", "U16", "S16"}
 
@@ -100,26 +120,28 @@ def sass_sections(path):
             seen.add((kernel, tuple(rows)))
             found.append((kernel, rows))
 
-    with open(path, newline="") as f:
-        for line in csv.reader(f):
-            if not line:
-                continue
-            if line[0] == "Kernel Name":
-                close()
-                kernel, header, rows = (line[1] if len(line) > 1 else "?"), None, []
-            elif header is None:
-                if kernel is None or COUNT not in line or SOURCE not in line:
-                    raise ValueError(f"{path}: not Nsight Compute's SASS page (no 'Kernel Name' line followed by a header with "
-                                     f"'{SOURCE}' and '{COUNT}'); write it with: ncu -i REPORT --page source --csv --print-source sass")
-                header = {name: i for i, name in enumerate(line)}
-            else:
-                try:
-                    count = int(line[header[COUNT]].replace(",", ""))
-                    stalls = int(line[header[STALLS]].replace(",", "")) if STALLS in header else 0
-                    source = line[header[SOURCE]]
-                except (ValueError, IndexError) as e:
-                    raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}") from e
-                rows.append((opcode(source), count, stalls))
+    for line in csv_rows(path, SASS_COMMAND):
+        if line[0] == "Kernel Name":
+            close()
+            kernel, header, rows = (line[1] if len(line) > 1 else "?"), None, []
+        elif header is None:
+            if kernel is None or SOURCE not in line:
+                raise ValueError(f"{path}: not Nsight Compute's SASS page (no 'Kernel Name' line followed by a header with "
+                                 f"'{SOURCE}'); write it with: {SASS_COMMAND}")
+            if COUNT not in line:
+                raise ValueError(f"{path}: the SASS page of {short_name(kernel)} has no '{COUNT}' column: profile with "
+                                 "--set full, or at least --section SourceCounters")
+            header = {name: i for i, name in enumerate(line)}
+        else:
+            try:
+                count = int(line[header[COUNT]].replace(",", ""))
+                stalls = int(line[header[STALLS]].replace(",", "")) if STALLS in header else 0
+                source = line[header[SOURCE]]
+            except (ValueError, IndexError):
+                count = -1
+            if count < 0:
+                raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}")
+            rows.append((opcode(source), count, stalls))
     close()
     if not found:
         raise ValueError(f"{path}: no kernel with SASS rows (profile with --set full, or at least --section SourceCounters)")
@@ -159,6 +181,7 @@ def main():
         parser.error("give --details, --sass or both")
     if args.parts < 1:
         parser.error(f"--parts {args.parts}: give 1 or more")
+
     def sass_summary(path):
         return [line for kernel, rows in sass_sections(path) for line in sass_lines(kernel, rows, args.parts)]
 

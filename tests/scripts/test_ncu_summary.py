@@ -4,6 +4,7 @@ SASS page written for the test in the page's format (its header copied from a re
 import pathlib
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -57,6 +58,8 @@ class Sass(unittest.TestCase):
 
     def test_parts(self):
         result = run("--sass", DATA / "walk.sass.csv", "--parts", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("  6 instructions run 1,000 times each: 64.5% of them", result.stdout)
         self.assertNotIn("1,500 times", result.stdout)
         self.assertEqual(run("--sass", DATA / "walk.sass.csv", "--parts", "0").returncode, 2)
 
@@ -66,6 +69,25 @@ class Sass(unittest.TestCase):
         self.assertIn("Duration: 17.09 us", result.stdout)
         self.assertIn("not Nsight Compute's SASS page", result.stderr)
         self.assertIn("--page source --csv --print-source sass", result.stderr)
+
+    def test_broken_pages_are_refused_with_what_was_wrong(self):
+        page = (DATA / "walk.sass.csv").read_text().splitlines()
+        header = page[1]
+        cases = {
+            "": "empty (did `ncu -i REPORT --page source --csv --print-source sass` fail?)",
+            "\x00\xff\xfe binary": "not a CSV text file",
+            page[0] + "\n" + header.replace('"Instructions Executed"', '"Other"') + "\n" + page[2]:
+                "has no 'Instructions Executed' column: profile with --set full, or at least --section SourceCounters",
+            page[0] + "\n" + header + "\n" + page[2].replace('"100"', '"-5"', 1): "without a whole number of executions",
+        }
+        with tempfile.TemporaryDirectory() as folder:
+            for text, message in cases.items():
+                path = pathlib.Path(folder) / "page.csv"
+                path.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else b"\x00\xff\xfe binary")
+                result = run("--sass", path)
+                self.assertEqual(result.returncode, 2, (text[:40], result.stdout))
+                self.assertIn(message, result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
 
     def test_a_missing_file_and_no_page_at_all(self):
         result = run("--sass", DATA / "no-such.csv")
@@ -79,19 +101,31 @@ class Names(unittest.TestCase):
         cases = {
             "void klab::<unnamed>::conv_box_warp_ring_kernel<(int)3, (int)4>(klab::ImageView<const unsigned char>, int)":
                 "conv_box_warp_ring_kernel<(int)3, (int)4>",
-            "void unnamed>::integral_tile_gather_kernel<1, unsigned long>(ImageView<T2>, unnamed>::Sums, Grid)":
-                "integral_tile_gather_kernel<1, unsigned long>",
+            "void klab::<unnamed>::k<klab::<unnamed>::Op, (int)3>(int)": "k<klab::<unnamed>::Op, (int)3>",
             "a::b<c::d>::k<x::y>(z::w)": "k<x::y>",
             "kernel": "kernel",
         }
         for kernel, short in cases.items():
             self.assertEqual(ncu_summary.short_name(kernel), short)
+        details_page = {  # the details page's names: no outer namespaces, an anonymous one as 'unnamed>'
+            "void unnamed>::integral_tile_gather_kernel<1, unsigned long>(ImageView<T2>, unnamed>::Sums, Grid)":
+                "integral_tile_gather_kernel<1, unsigned long>",
+            "void unnamed>::k<unnamed>::Op, 3>(int)": "k<<unnamed>::Op, 3>",
+        }
+        for kernel, short in details_page.items():
+            self.assertEqual(ncu_summary.short_name(kernel, details_page=True), short)
+
+    def test_busiest_pipe_with_a_kind(self):
+        for pipe in ("ALU", "Tensor (INT)", "FMA (FP16)"):
+            rule = f"{pipe} is the highest-utilized pipeline (85.0%) based on elapsed cycles in the workload."
+            self.assertEqual(ncu_summary.BUSIEST_PIPE.search(rule).group(0), f"{pipe} is the highest-utilized pipeline (85.0%)")
 
     def test_opcodes(self):
         cases = {"@!P0 IMAD.MOV.U32 R1, RZ, RZ, R2": "IMAD.MOV", "IMAD.WIDE.U32 R2, R3, 0x4, R4": "IMAD.WIDE",
                  "IMAD R1, R2, R3, R4": "IMAD",
                  "SHF.R.U32.HI R5, RZ, 0x10, R6": "SHF", "LDG.E.U8.CONSTANT R1, desc[UR4][R2.64]": "LDG.U8",
-                 "LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64]": "LDGSTS.128", "IMMA.16832.U8.U8 R4, R8, R12, R4": "IMMA", "": "?"}
+                 "LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64]": "LDGSTS.128", "IMMA.16832.U8.U8 R4, R8, R12, R4": "IMMA",
+                 "UIMAD.WIDE.U32 UR4, UR5, 0x4, URZ": "UIMAD.WIDE", "LEA.HI.X.SX32 R13, R2, R25, 0x1, P2": "LEA.HI.X", "": "?"}
         for source, op in cases.items():
             self.assertEqual(ncu_summary.opcode(source), op)
 
