@@ -1,4 +1,4 @@
-// What the box probes share (box_warp_prefix.cu, box_lane_slide.cu): the problem, a 9x9 box on an
+// What the box probes share (box_warp_prefix.cu, box_lane_slide.cu, box_mma_rows.cu): the problem, a 9x9 box on an
 // 8K RGB AoS image with replicated rows, cut into warps of 512 bytes that write the 480 of lanes
 // 1 to 30; the image and its device buffers; the timing (L2 flushed, medians of at least 20) and
 // the copy floor; and the CPU check of a few rows' interior bytes.

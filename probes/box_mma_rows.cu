@@ -20,18 +20,19 @@
 // and are not stored). Output: round(S / 81) by a multiply-high per byte, two bytes per 2-byte store
 // (a thread holds outputs 2t and 2t + 1 of windows g and g + 8).
 // Estimated before measuring: about 6 instructions per output byte (slide 1, planes 0.6, the MMAs
-// and their operands 1.75, rounding and stores 2, ring and loop 0.4) against box_lane_slide.cu's 12.6.
+// and their operands 1.75, rounding and stores 2, ring and loop 0.4), about 90 per warp and row,
+// against box_lane_slide.cu's 12.6 per byte.
 // Measured on an NVIDIA H200 (2026-11-26, `bash scripts/gpu-probe.sh box_mma_rows`; L2 flushed,
 // medians of at least 20; copy of the image 47.4 us); every interior byte checked equal to a CPU box
 // sum: 92.5 us at 32-row strips and blocks of 64 (1.95x the copy; 64 registers, 17.3 KB of shared
 // memory per block), 99.0 at 64-row strips, 102.9 at 128; box_lane_slide.cu's ring 73.9 us the same
 // day. Slower, not faster: Nsight Compute (the 32-row launch, clocks locked) counts 47.1 M warp
-// instructions, 213 per warp and row (the estimate was about 96), issue slots 56% busy: besides
-// the 12 IMMAs and 16 shared reads, 47 register moves (mma.sync wants a window's two halves and the
-// next window's in four consecutive registers in another order than the 8-byte reads give them,
-// and each group's accumulators start at the rounding's +40), 16 multiply-highs, 24 byte permutes
-// and 8 two-byte stores. The first version, with a 64-bit address and a bounds test per store,
-// issued 310 per row (124.0 us). What would be left to try: a shared-memory layout in which one
+// instructions, the row loop 213 per warp and row (box_lane_slide.cu's: 178), issue slots 56%
+// busy: besides the 12 IMMAs and 16 shared reads, 47 register moves (mma.sync wants a window's two
+// halves and window g + 8's in four consecutive registers in another order than the 8-byte reads
+// give them, and each group's accumulators start at the rounding's +40), 16 multiply-highs, 24 byte
+// permutes and 8 two-byte stores. The first version, with a 64-bit address and a bounds test per
+// store, ran 310 per row (124.0 us). What would be left to try: a shared-memory layout in which one
 // 16-byte read gives the four A registers in mma.sync's order (it costs bank conflicts on the
 // planes' stores), accumulators started at zero (RZ) with the +40 folded into the rounding.
 #include <cstdint>
@@ -132,6 +133,8 @@ __global__ void __launch_bounds__(256) box_mma_rows(const std::uint8_t* __restri
         // bytes on, group q 128 q bytes on. Its outputs: span offset 8 g + 12 + 2 t, the same steps.
         const std::uint8_t* const lo_t = lo + 8 * (g + t);
         const std::uint8_t* const hi_t = hi + 8 * (g + t);
+        // (In a row's first warp, lanes 0 and 1's dst lies up to 4 bytes before the row; they store
+        // nothing at dst itself (o < 16 there) and at dst + 64 or further otherwise: inside the row.)
         std::uint8_t* const dst = out + static_cast<std::size_t>(y) * pitch + span + 8 * g + 12 + 2 * t;
         const int o_t = 8 * g + 12 + 2 * t;
 #pragma unroll
