@@ -30,11 +30,12 @@ SOURCE = "Source"
 
 def short_name(kernel, details_page=False):
     """'void klab::<unnamed>::k<(int)3, (int)4>(args)' -> 'k<(int)3, (int)4>': no return type,
-    namespaces or parameters. The details page writes an anonymous namespace as 'unnamed>' (its '>'
-    closes nothing): details_page=True reads it so."""
+    namespaces or parameters. The details page writes an anonymous namespace inside another as
+    'unnamed>' (its '>' closes nothing; 'k<unnamed>::T' is a template argument in one), one at
+    global scope as '<unnamed>': details_page=True reads it so."""
     kernel = kernel.removeprefix("void ")
     if details_page:
-        kernel = kernel.replace("unnamed>", "<unnamed>")
+        kernel = re.sub(r"(?:(?<=\w<)|(?<!<))unnamed>", "<unnamed>", kernel)
     depth, start = 0, 0
     for i, c in enumerate(kernel):
         if c == "<":
