@@ -173,10 +173,8 @@ PY
       echo "gpu-experiment: $name: no launch of a kernel matching '$PROFILE' past the first $((3 * launches)) on $row (log: $report.log)"
       continue
     fi
-    ncu -i "$report.ncu-rep" --page details --csv >"$report.details.csv" 2>/dev/null
-    ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>/dev/null
-    rm -f "$report.ncu-rep"
     echo "gpu-experiment: Nsight Compute, $name (${row}):"
-    python3 scripts/ncu_summary.py --details "$report.details.csv" --sass "$report.sass.csv" 2>&1 | sed 's/^/  /'
+    python3 scripts/ncu_summary.py --report "$report.ncu-rep" 2>&1 | sed 's/^/  /'
+    rm -f "$report.ncu-rep"
   done
 fi

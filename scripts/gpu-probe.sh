@@ -52,7 +52,7 @@ if [[ ! -f $report.ncu-rep ]]; then
   echo "gpu-probe: no launch of a kernel matching '$PROFILE' past the first $skip (log: $OUT/probe.log)"
   exit 1
 fi
-ncu -i "$report.ncu-rep" --page details --csv >"$report.details.csv" 2>/dev/null
-ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>/dev/null
+python3 scripts/ncu_summary.py --report "$report.ncu-rep"
+status=$?
 rm -f "$report.ncu-rep"
-python3 scripts/ncu_summary.py --details "$report.details.csv" --sass "$report.sass.csv"
+exit "$status"

@@ -3,6 +3,8 @@
 
 --details: the CSV of `ncu -i REPORT --page details --csv`. Per profiled launch: time, cycles,
   instructions, issue slots, registers, occupancy, DRAM throughput and the busiest pipe.
+--report: an Nsight Compute report (.ncu-rep): both pages are written beside it as CSV (REPORT's
+  name with .details.csv and .sass.csv for .ncu-rep, by `ncu -i`), then read as below.
 --sass: the CSV of `ncu -i REPORT --page source --csv --print-source sass` (a "Kernel Name" line,
   a header and one row per SASS instruction with its execution count, per kernel). Per kernel: the
   warp instructions executed, the code's hottest parts (instructions that ran the same number of
@@ -10,13 +12,14 @@
   hottest one, each opcode with its share of the kernel's warp-stall samples: the "instructions per
   row" reading that kernel preambles quote.
 
-scripts/gpu-experiment.sh prints both after each profile (PROFILE=...).
-Usage: python3 scripts/ncu_summary.py [--details DETAILS.csv] [--sass SASS.csv] [--parts N]
+scripts/gpu-experiment.sh and scripts/gpu-probe.sh print it after each profile (PROFILE=...).
+Usage: python3 scripts/ncu_summary.py (--report REPORT.ncu-rep | [--details DETAILS.csv] [--sass SASS.csv]) [--parts N]
 """
 import argparse
 import collections
 import csv
 import re
+import subprocess
 import sys
 
 FIGURES = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
@@ -49,8 +52,25 @@ def short_name(kernel, details_page=False):
     return kernel[start:]
 
 
-DETAILS_COMMAND = "ncu -i REPORT --page details --csv"
-SASS_COMMAND = "ncu -i REPORT --page source --csv --print-source sass"
+PAGES = {"details": ["--page", "details", "--csv"], "sass": ["--page", "source", "--csv", "--print-source", "sass"]}
+DETAILS_COMMAND = "ncu -i REPORT " + " ".join(PAGES["details"])
+SASS_COMMAND = "ncu -i REPORT " + " ".join(PAGES["sass"])
+
+
+def export_pages(report):
+    """Writes the report's details and SASS pages beside it as CSV (by `ncu -i`); their paths."""
+    stem = report.removesuffix(".ncu-rep")
+    paths = {page: f"{stem}.{page}.csv" for page in PAGES}
+    for page, options in PAGES.items():
+        try:
+            with open(paths[page], "w", encoding="utf-8") as out:
+                done = subprocess.run(["ncu", "-i", report, *options], stdout=out, stderr=subprocess.PIPE, text=True, check=False)
+        except OSError as e:  # no ncu on PATH, or the CSV cannot be written
+            raise ValueError(f"{report}: its {page} page cannot be exported ({e}); Nsight Compute's ncu must be on PATH") from e
+        if done.returncode != 0:
+            raise ValueError(f"{report}: `ncu -i {report} {' '.join(options)}` failed (exit {done.returncode}): "
+                             f"{' '.join(done.stderr.split())[:300]}")
+    return paths["details"], paths["sass"]
 
 
 def csv_rows(path, command):
@@ -174,14 +194,21 @@ def sass_lines(kernel, rows, parts):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", help="an Nsight Compute report (.ncu-rep): its pages exported beside it, then read")
     parser.add_argument("--details", help="the details page as CSV (ncu -i REPORT --page details --csv)")
     parser.add_argument("--sass", help="the SASS page as CSV (ncu -i REPORT --page source --csv --print-source sass)")
     parser.add_argument("--parts", type=int, default=3, help="how many of the hottest parts of the SASS to list (default 3)")
     args = parser.parse_args()
-    if not args.details and not args.sass:
-        parser.error("give --details, --sass or both")
+    if bool(args.report) == bool(args.details or args.sass):
+        parser.error("give --report, or --details, --sass or both")
     if args.parts < 1:
         parser.error(f"--parts {args.parts}: give 1 or more")
+    if args.report:
+        try:
+            args.details, args.sass = export_pages(args.report)
+        except ValueError as e:
+            print(f"ncu_summary: {e}", file=sys.stderr)
+            return 2
 
     def sass_summary(path):
         return [line for kernel, rows in sass_sections(path) for line in sass_lines(kernel, rows, args.parts)]

@@ -1,6 +1,7 @@
 """scripts/ncu_summary.py on Nsight Compute pages kept in tests/data/ncu/: the details page of a
 real profile (integral.tile_gather's two kernels on an H200, trimmed to the rows it reads) and a
 SASS page written for the test in the page's format (its header copied from a real one)."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -15,8 +16,46 @@ sys.path.insert(0, str(SCRIPT.parent))
 import ncu_summary  # noqa: E402
 
 
-def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=False)
+def run(*args, env=None):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, check=False, env=env)
+
+
+# A stand-in for Nsight Compute's `ncu -i REPORT --page ...`: the pages of tests/data/ncu, or a
+# failure for a report whose name says "broken".
+FAKE_NCU = f"""#!/bin/sh
+case "$2" in *broken*) echo "cannot open $2" >&2; exit 1;; esac
+case "$4" in details) cat "{DATA / 'integral_tile_gather.details.csv'}";; source) cat "{DATA / 'walk.sass.csv'}";; esac
+"""
+
+
+class Report(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+        self.dir = pathlib.Path(self.folder.name)
+        ncu = self.dir / "ncu"
+        ncu.write_text(FAKE_NCU)
+        ncu.chmod(0o755)
+        self.env = dict(os.environ, PATH=f"{self.dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def test_both_pages_exported_beside_the_report_and_summarized(self):
+        result = run("--report", self.dir / "prof.ncu-rep", env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("  Duration: 17.09 us", result.stdout)
+        self.assertIn("walk_kernel<(int)3, (int)4>: 9,300 warp instructions", result.stdout)
+        self.assertEqual((self.dir / "prof.details.csv").read_text(), (DATA / "integral_tile_gather.details.csv").read_text())
+        self.assertEqual((self.dir / "prof.sass.csv").read_text(), (DATA / "walk.sass.csv").read_text())
+
+    def test_a_failing_export_is_refused_with_ncus_reason(self):
+        result = run("--report", self.dir / "broken.ncu-rep", env=self.env)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--page details --csv` failed (exit 1): cannot open", result.stderr)
+        result = run("--report", self.dir / "prof.ncu-rep", env=dict(self.env, PATH=str(self.dir / "nowhere")))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("Nsight Compute's ncu must be on PATH", result.stderr)
+
+    def test_a_report_and_pages_together_are_refused(self):
+        self.assertEqual(run("--report", self.dir / "prof.ncu-rep", "--sass", DATA / "walk.sass.csv", env=self.env).returncode, 2)
 
 
 class Details(unittest.TestCase):
