@@ -41,7 +41,6 @@
 namespace {
 
 using namespace klab::probes::box9;
-// V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
 using klab::box_span::slide_columns;
 
 constexpr int kLead = kRadius * kStride, kTrail = (kRadius + 1) * kStride;  // 12 and 15 bytes
