@@ -7,7 +7,8 @@
 // load per plane (16 bytes gray, 24 bytes RGB, 32 bytes RGBA, as 8- and 16-byte loads), issued two
 // rows ahead of the row being computed; interior walks also ask L2 for the row four further on (a
 // prefetch holds no register). A register cap (80; 88 for RGBA AoS) leaves colour walks room for 24
-// warps per SM. Interior walks step a pointer by one pitch per row. Outputs are P-byte streaming
+// warps per SM. Interior walks step the lane's own pointers (its strip's first byte, its halo
+// pixel's) by one pitch per row. Outputs are P-byte streaming
 // stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
 // (a warp's 32 lanes hold 32 P consecutive pixels); lanes 0 and 31 read their outer neighbour
 // themselves, at a column the border rule maps once per strip. Per pixel:
@@ -23,15 +24,17 @@
 //           d = c(y) - c(y-1) = a(y+1) - a(y-1); across it gx = s(x+1) - s(x-1) and
 //           gy = d(x-1) + 2 d(x) + d(x+1). The biases cancel and every value is an integer below
 //           2^18, exact in fp32, as is n = gx^2 + gy^2 <= 2 * 1020^2 < 2^24.
-//   output  n is clamped to 65280 (sqrt(65280) = 255.4995 rounds to 255; every n >= 65281 has a root
-//           above 255.5, which saturates to 255), r = sqrt.approx(n), and r + 1.5 * 2^23 rounds r to
-//           the nearest integer in the float's low byte (the FADD rounds to nearest at ulp 1), which
-//           the byte permutes that pack the outputs into one P-byte store pick up. No
-//           integer/float conversion instruction runs (they issue at a quarter of the FMA rate).
+//   output  r = sqrt.approx(n), and r + 1.5 * 2^23 rounds r to the nearest integer in the float's
+//           low 16 bits (the FADD rounds to nearest at ulp 1; r <= 1443). Two pixels' low halves
+//           go into one word by a byte permute and are saturated to 255 together by one min.u16x2
+//           (a 16-bit pair minimum, sm_90), and a last byte permute packs four outputs into a word.
+//           No integer/float conversion instruction runs (they issue at a quarter of the FMA rate).
 // Exactness: gray and the gradients are exact integers (above). sqrt(n) of an integer n <= 65280
 // lies at least 0.25 / 511 = 4.9e-4 from any k + 1/2 ((k + 1/2)^2 is 1/4 from every integer), far
-// more than sqrt.approx's error there, so r rounds like the reference's double sqrt; the test above
-// checks every n from 0 to 2 * 1020^2 on the device.
+// more than sqrt.approx's error there, so r rounds like the reference's double sqrt; every
+// n >= 65281 has a root of at least 255.5015, which rounds to 256 or more and saturates to 255, as
+// the reference's does. tests/gpu/test_sobel_register_window_arithmetic.cu checks every n from 0 to
+// 2 * 1020^2 on the device, through the same saturation.
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
 // rows all lie inside the image skip that. The halo column of lanes 0 and 31 is mapped once per
@@ -98,7 +101,22 @@
 // klab tune, then klab-bench, L2 flushed, medians of 5; 2026-11-25), against the edge walk in a
 // called function with byte loads: 8K gray 26.7 us (28.7; 1.49x the copy floor of the committed
 // run at 3ecc989, 17.9 us), 8K RGB AoS 48.0 us (50.7; 1.49x its 32.3 us), HD RGB AoS 13.6 us
-// (21.0). results/nvidia-h200/ has the committed run's figures.
+// (21.0).
+// Fewer instructions per row (2026-11-26): the rounded roots saturated two at a time (min.u16x2 on
+// 16-bit halves instead of a float minimum per pixel before the root: 16 fewer instructions
+// per two rows of 16 gray pixels) and the interior walk stepping the lane's own strip and halo
+// pointers instead of one row pointer that every load offset again (8 fewer). Copies of this file on
+// the H200 (scripts/gpu-experiment.sh, klab tune on 8K gray and 8K RGB AoS, then klab-bench, L2
+// flushed, medians of 5), 8K gray / 8K RGB AoS: before 26.5 / 47.9 us; saturation 26.2 / 47.9;
+// pointers 26.3 / 47.7; both 25.8 / 47.2 us (1.47x / 1.46x the copy floors of that run, 17.6 and
+// 32.4 us). Nsight (8K gray, 32x2, rows=22): 15.75 M warp instructions against 16.42 M; the loop 446
+// per two rows of 16 pixels (204 FADD, 64 FFMA, 56 byte permutes, 32 FMUL, 32 MUFU.SQRT, 16 VIMNMX,
+// 42 others); issue slots 66% busy. results/nvidia-h200/ has the committed run's figures.
+// Also tried and dropped (2026-11-26, the same kind of runs): gray strips with their rows in flight
+// through a per-warp ring in shared memory, copied by cp.async 6 or 8 rows ahead (each lane its 16
+// bytes, lanes 0 and 31 also the 16-byte chunk of their halo pixel): 8K gray 29.5 us (6 rows) and
+// 30.8 (8 rows) against 26.6; Nsight: 19.5 M warp instructions against 16.4 M, issue slots 59% busy
+// against 67%. The walk is issue-bound, not load-bound.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -120,7 +138,7 @@ constexpr int kMaxBlockThreads = 512;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::uint32_t kBiasBits = 0x47000000u;  // the float 32768; | g << 8 makes 32768 + g
 constexpr float kRoundMagic = 12582912.0f;        // 1.5 * 2^23: x + it holds round(x) in its low bits
-constexpr float kLargestUnsaturated = 65280.0f;   // the largest n whose root rounds to 255 or less
+constexpr std::uint32_t kLargestOutputPair = 0x00FF00FFu;  // 255 in each 16-bit half
 
 // How a layout is read: SoA colour reads the R, G and B planes (alpha is not needed), one byte per
 // pixel each; AoS reads one plane of Channels bytes per pixel.
@@ -159,16 +177,15 @@ __device__ __forceinline__ std::uint32_t constant_pixel(Border border) {
     return Channels == 1 ? border.value : border.value * 0x010101u;
 }
 
-// Pixel sx (inside the image) of the row starting at `row` (plane 0) as r | g << 8 | b << 16.
+// The pixel whose first byte (plane 0) is at `pixel`, as r | g << 8 | b << 16.
 template <int Channels, bool Soa>
-__device__ __forceinline__ std::uint32_t pixel_at(const std::uint8_t* row, std::size_t plane_bytes, int sx) {
+__device__ __forceinline__ std::uint32_t pixel_here(const std::uint8_t* pixel, std::size_t plane_bytes) {
     if constexpr (Channels == 1) {
-        return __ldg(row + sx);
+        return __ldg(pixel);
     } else if constexpr (Soa) {
-        return __ldg(row + sx) | (__ldg(row + plane_bytes + sx) << 8) | (__ldg(row + 2 * plane_bytes + sx) << 16);
+        return __ldg(pixel) | (__ldg(pixel + plane_bytes) << 8) | (__ldg(pixel + 2 * plane_bytes) << 16);
     } else {
-        const std::uint8_t* p = row + static_cast<std::size_t>(sx) * Channels;
-        return __ldg(p) | (__ldg(p + 1) << 8) | (__ldg(p + 2) << 16);
+        return __ldg(pixel) | (__ldg(pixel + 1) << 8) | (__ldg(pixel + 2) << 16);
     }
 }
 
@@ -191,8 +208,8 @@ __device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, in
     return {sx, sx < 0 ? constant_pixel<Channels>(in.border) : 0u};
 }
 
-// Loads the strip's bytes of the row starting at `row` (plane 0; rows aligned for the vector loads)
-// and the lane's halo pixel.
+// Loads the strip's bytes of a row (rows aligned for the vector loads), `strip` its first byte in
+// plane 0, and the lane's halo pixel, whose first byte is at `halo_pixel` (read where halo.column >= 0).
 // Edge: a lane of a warp that reaches past the row's end has `valid` bytes of its strip inside the
 // row and reads no byte after them, since the bytes after the row's end may be padding that nothing
 // wrote (compute-sanitizer's initcheck reports such reads). The lane that holds the row's last pixel
@@ -200,12 +217,12 @@ __device__ __forceinline__ HaloColumn halo_column(const Source& in, int lane, in
 // byte; a lane wholly past the end (valid 0) reads nothing. Words past the end hold whatever is at
 // hand (zero or a word inside): they feed no output (gray_row).
 template <bool Edge, int Channels, bool Soa, int P>
-__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* row, int x0, int valid, HaloColumn halo,
-                                         RawRow<Channels, Soa, P>& raw) {
+__device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* strip, const std::uint8_t* halo_pixel, int valid,
+                                         HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
     using R = Reading<Channels, Soa, P>;
 #pragma unroll
     for (int p = 0; p < R::kPlanes; ++p) {
-        const std::uint8_t* src = row + p * in.plane_bytes + x0 * R::kStride;
+        const std::uint8_t* src = strip + p * in.plane_bytes;
         if (Edge && valid < R::kBytes) {
             const int whole = valid / 4;  // words wholly inside the row
             std::uint32_t end_word = 0;   // word `whole`: its bytes inside the row, then the last one repeated
@@ -230,7 +247,7 @@ __device__ __forceinline__ void load_row(const Source& in, const std::uint8_t* r
             }
         }
     }
-    raw.halo = halo.column >= 0 ? pixel_at<Channels, Soa>(row, in.plane_bytes, halo.column) : halo.fill;
+    raw.halo = halo.column >= 0 ? pixel_here<Channels, Soa>(halo_pixel, in.plane_bytes) : halo.fill;
 }
 
 // A row outside the image under a constant border: the value in every byte (and the colour (v, v, v)
@@ -245,31 +262,37 @@ __device__ __forceinline__ void constant_row(const Source& in, RawRow<Channels, 
     raw.halo = constant_pixel<Channels>(in.border);
 }
 
-// The rows of a walk, in walk order. Interior walks (every row inside the image) move a pointer by
-// one pitch per row; the others map each row by the border rule.
+// The rows of a walk, in walk order. Interior walks (every row inside the image) step the lane's
+// own pointers (its strip's first byte and its halo pixel's) by one pitch per row; the others map
+// each row by the border rule. `strip_offset` and `halo_offset` are the bytes from a row's start
+// (plane 0) to the lane's strip and to its halo pixel (column 0's where it reads none; the bordered
+// cursor takes the halo column from HaloColumn).
 template <bool Interior>
 struct RowCursor;
 
 template <>
 struct RowCursor<true> {
-    const std::uint8_t* row;
+    const std::uint8_t* strip;
+    const std::uint8_t* halo_pixel;
     std::ptrdiff_t delta;  // +-pitch
-    __device__ __forceinline__ RowCursor(const Source& in, int y, int step)
-        : row(in.data + static_cast<std::size_t>(y) * in.pitch), delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch)
-                                                                                 : -static_cast<std::ptrdiff_t>(in.pitch)) {}
+    __device__ __forceinline__ RowCursor(const Source& in, int y, int step, int strip_offset, int halo_offset)
+        : strip(in.data + static_cast<std::size_t>(y) * in.pitch + strip_offset),
+          halo_pixel(in.data + static_cast<std::size_t>(y) * in.pitch + halo_offset),
+          delta(step > 0 ? static_cast<std::ptrdiff_t>(in.pitch) : -static_cast<std::ptrdiff_t>(in.pitch)) {}
     template <bool Edge, class Row>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, int valid, HaloColumn halo, Row& raw) {
+    __device__ __forceinline__ void load_next(const Source& in, int valid, HaloColumn halo, Row& raw) {
         static_assert(!Edge, "warps that reach past the row's end walk with border-mapped rows");
-        load_row<false>(in, row, x0, valid, halo, raw);
-        row += delta;
+        load_row<false>(in, strip, halo_pixel, valid, halo, raw);
+        strip += delta;
+        halo_pixel += delta;
     }
     // Asks L2 for the strip's bytes of the row `rows` after the next one (no register waits for it).
     template <int Channels, bool Soa, int P>
-    __device__ __forceinline__ void prefetch(const Source& in, int x0, int rows) const {
+    __device__ __forceinline__ void prefetch(const Source& in, int rows) const {
         using R = Reading<Channels, Soa, P>;
 #pragma unroll
         for (int p = 0; p < R::kPlanes; ++p) {
-            const std::uint8_t* src = row + rows * delta + p * in.plane_bytes + x0 * R::kStride;
+            const std::uint8_t* src = strip + rows * delta + p * in.plane_bytes;
             asm volatile("prefetch.global.L2 [%0];" ::"l"(src));
         }
     }
@@ -279,14 +302,17 @@ template <>
 struct RowCursor<false> {
     int y;
     int step;
-    __device__ __forceinline__ RowCursor(const Source&, int y_, int step_) : y(y_), step(step_) {}
-    template <bool Edge, class Row>
-    __device__ __forceinline__ void load_next(const Source& in, int x0, int valid, HaloColumn halo, Row& raw) {
+    int strip_offset;
+    __device__ __forceinline__ RowCursor(const Source&, int y_, int step_, int strip_offset_, int)
+        : y(y_), step(step_), strip_offset(strip_offset_) {}
+    template <bool Edge, int Channels, bool Soa, int P>
+    __device__ __forceinline__ void load_next(const Source& in, int valid, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
         const int sy = border_index(y, in.height, in.border.mode);
         if (sy < 0) {
             constant_row(in, raw);
         } else {
-            load_row<Edge>(in, in.data + static_cast<std::size_t>(sy) * in.pitch, x0, valid, halo, raw);
+            const std::uint8_t* row = in.data + static_cast<std::size_t>(sy) * in.pitch;
+            load_row<Edge>(in, row + strip_offset, row + max(halo.column, 0) * Reading<Channels, Soa, P>::kStride, valid, halo, raw);
         }
         y += step;
     }
@@ -353,11 +379,23 @@ __device__ __forceinline__ float sqrt_approx(float x) {
     return r;
 }
 
-// A float whose low byte is saturate_round_u8(sqrt(gx^2 + gy^2)) (see the preamble).
-// tests/gpu/test_sobel_register_window_arithmetic.cu repeats it.
-__device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
-    const float n = fminf(fmaf(gy, gy, gx * gx), kLargestUnsaturated);
-    return __float_as_uint(sqrt_approx(n) + kRoundMagic);
+// A float whose low 16 bits are round(sqrt(gx^2 + gy^2)), at most 1443 (see the preamble).
+// tests/gpu/test_sobel_register_window_arithmetic.cu repeats it and saturated_pair.
+__device__ __forceinline__ std::uint32_t root_bits(float gx, float gy) {
+    return __float_as_uint(sqrt_approx(fmaf(gy, gy, gx * gx)) + kRoundMagic);
+}
+
+// Two pixels' root_bits as one word of two 16-bit outputs, each saturated to 255: one min.u16x2 for
+// the pair on sm_90 and later (__vminu2, several instructions, before).
+__device__ __forceinline__ std::uint32_t saturated_pair(std::uint32_t low_pixel, std::uint32_t high_pixel) {
+    const std::uint32_t pair = __byte_perm(low_pixel, high_pixel, 0x5410u);
+#if __CUDA_ARCH__ >= 900
+    std::uint32_t saturated;
+    asm("min.u16x2 %0, %1, %2;" : "=r"(saturated) : "r"(pair), "r"(kLargestOutputPair));
+    return saturated;
+#else
+    return __vminu2(pair, kLargestOutputPair);
+#endif
 }
 
 // One output row: the window (a, c) advances by the gray row g of the next row in the walk, and
@@ -369,7 +407,7 @@ __device__ __forceinline__ std::uint32_t magnitude_bits(float gx, float gy) {
 template <int P, bool Edge>
 __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2], const float (&g)[P + 2], std::uint8_t* dst,
                                             int inside) {
-    std::uint32_t bits[P];
+    std::uint32_t roots[P];  // root_bits of each output pixel
     float s_left = 0.0f, s_mid = 0.0f, d_left = 0.0f, d_mid = 0.0f;
 #pragma unroll
     for (int j = 0; j < P + 2; ++j) {
@@ -378,23 +416,23 @@ __device__ __forceinline__ void window_step(float (&a)[P + 2], float (&c)[P + 2]
         const float d = c_next - c[j];  // a(y+1) - a(y-1)
         c[j] = c_next;
         a[j] = g[j];
-        if (j >= 2) bits[j - 2] = magnitude_bits(s - s_left, fmaf(2.0f, d_mid, d_left) + d);  // pixel j - 1
+        if (j >= 2) roots[j - 2] = root_bits(s - s_left, fmaf(2.0f, d_mid, d_left) + d);  // pixel j - 1
         s_left = s_mid, s_mid = s;
         d_left = d_mid, d_mid = d;
+    }
+    std::uint32_t word[P / 4];  // four outputs each
+#pragma unroll
+    for (int i = 0; i < P / 4; ++i) {
+        const std::uint32_t low = saturated_pair(roots[4 * i], roots[4 * i + 1]);
+        const std::uint32_t high = saturated_pair(roots[4 * i + 2], roots[4 * i + 3]);
+        word[i] = __byte_perm(low, high, 0x6420u);
     }
     if (Edge && inside < P) {
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < inside) dst[k] = static_cast<std::uint8_t>(bits[k]);
+            if (k < inside) dst[k] = static_cast<std::uint8_t>(word[k / 4] >> (8 * (k % 4)));
         }
     } else {
-        std::uint32_t word[P / 4];  // the low bytes of four outputs each
-#pragma unroll
-        for (int i = 0; i < P / 4; ++i) {
-            const std::uint32_t low = __byte_perm(bits[4 * i], bits[4 * i + 1], 0x0040u);
-            const std::uint32_t high = __byte_perm(bits[4 * i + 2], bits[4 * i + 3], 0x0040u);
-            word[i] = __byte_perm(low, high, 0x5410u);
-        }
         if constexpr (P == 16) {
             __stcs(reinterpret_cast<uint4*>(dst), make_uint4(word[0], word[1], word[2], word[3]));
         } else {
@@ -417,7 +455,8 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     // The bytes of the strip's row inside the image, in each plane (load_row).
     const int valid = inside * Reading<Channels, Soa, P>::kStride;
     const HaloColumn halo = halo_column<Channels, P>(in, lane, x0);
-    RowCursor<Interior> cursor(in, y_first - step, step);
+    constexpr int kStride = Reading<Channels, Soa, P>::kStride;
+    RowCursor<Interior> cursor(in, y_first - step, step, x0 * kStride, max(halo.column, 0) * kStride);
     std::uint8_t* dst = out.data + static_cast<std::size_t>(y_first) * out.pitch_bytes + x0;
     const std::ptrdiff_t dst_delta = step > 0 ? static_cast<std::ptrdiff_t>(out.pitch_bytes) : -static_cast<std::ptrdiff_t>(out.pitch_bytes);
     // The window per column (strip and halo): a = the current row's 32768 + gray, c = the sum of
@@ -426,9 +465,9 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     {
         Raw raw;
         float g[P + 2];
-        cursor.template load_next<Edge>(in, x0, valid, halo, raw);
+        cursor.template load_next<Edge>(in, valid, halo, raw);
         gray_row<Edge>(raw, lane, inside, g);
-        cursor.template load_next<Edge>(in, x0, valid, halo, raw);
+        cursor.template load_next<Edge>(in, valid, halo, raw);
         gray_row<Edge>(raw, lane, inside, a);
 #pragma unroll
         for (int j = 0; j < P + 2; ++j) c[j] = g[j] + a[j];
@@ -448,7 +487,7 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
     Raw ahead[kAhead];
 #pragma unroll
     for (int r = 0; r < kAhead; ++r) {
-        if (Interior || r < rows) cursor.template load_next<Edge>(in, x0, valid, halo, ahead[r]);
+        if (Interior || r < rows) cursor.template load_next<Edge>(in, valid, halo, ahead[r]);
     }
 #pragma unroll 1
     for (int i = 0; i < rows; i += kAhead) {
@@ -458,9 +497,9 @@ __device__ __forceinline__ void window_strip(const Source& in, const ImageView<s
             float g[P + 2];
             gray_row<Edge>(ahead[r], lane, inside, g);
             if constexpr (Interior && !Edge && kPrefetch > 0) {  // the row for output i + r + kAhead + kPrefetch, if the walk reads it
-                if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, x0, kPrefetch);
+                if (i + r + kAhead + kPrefetch < rows) cursor.template prefetch<Channels, Soa, P>(in, kPrefetch);
             }
-            if (i + r + kAhead < rows) cursor.template load_next<Edge>(in, x0, valid, halo, ahead[r]);
+            if (i + r + kAhead < rows) cursor.template load_next<Edge>(in, valid, halo, ahead[r]);
             window_step<P, Edge>(a, c, g, dst, inside);
             dst += dst_delta;
         }
@@ -500,7 +539,7 @@ __device__ __noinline__ void pixelwise_strip(ImageView<const std::uint8_t> in, I
                 for (int i = 0; i < 3; ++i) g[j][i] = static_cast<int>(gray_at<Channels, Soa>(in, x + i - 1, y + j - 1, border));
             const int gx = (g[0][2] + 2 * g[1][2] + g[2][2]) - (g[0][0] + 2 * g[1][0] + g[2][0]);
             const int gy = (g[2][0] + 2 * g[2][1] + g[2][2]) - (g[0][0] + 2 * g[0][1] + g[0][2]);
-            out.row(y)[x] = static_cast<std::uint8_t>(magnitude_bits(static_cast<float>(gx), static_cast<float>(gy)));
+            out.row(y)[x] = static_cast<std::uint8_t>(min(root_bits(static_cast<float>(gx), static_cast<float>(gy)) & 0xFFFFu, 255u));
         }
     }
 }

@@ -4,9 +4,10 @@
 // step.
 //   gray:      round-half-to-even((1063 r + 3576 g + 361 b) / 5000) by two __dp2a and a
 //              multiply-high, against gray_bt709 for all 2^24 colours;
-//   magnitude: the low byte of sqrt.approx(min(n, 65280)) + 1.5 * 2^23 for n = gx^2 + gy^2 (exact in
-//              fp32), against the reference's saturate_round_u8(sqrt(double(n))) for every n a 3x3
-//              Sobel can make, and through the whole expression for a grid of (gx, gy).
+//   magnitude: the low 16 bits of sqrt.approx(n) + 1.5 * 2^23 for n = gx^2 + gy^2 (exact in fp32),
+//              two pixels' of them saturated to 255 by one min.u16x2, against the reference's
+//              saturate_round_u8(sqrt(double(n))) for every n a 3x3 Sobel can make (in both halves
+//              of the pair), and through the whole expression for a grid of (gx, gy).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,13 +31,22 @@ __device__ std::uint32_t gray_of(std::uint32_t px) {
     return x * 858994u < 858994u ? (u & ~1u) : u;
 }
 
-__device__ std::uint32_t rounded_root_bits(float n) {
+__device__ std::uint32_t root_bits(float n) {
     float r;
-    asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fminf(n, 65280.0f)));
+    asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(n));
     return __float_as_uint(r + 12582912.0f);
 }
 
-__device__ std::uint32_t magnitude_bits(float gx, float gy) { return rounded_root_bits(fmaf(gy, gy, gx * gx)); }
+__device__ std::uint32_t saturated_pair(std::uint32_t low_pixel, std::uint32_t high_pixel) {
+    const std::uint32_t pair = __byte_perm(low_pixel, high_pixel, 0x5410u);
+#if __CUDA_ARCH__ >= 900
+    std::uint32_t saturated;
+    asm("min.u16x2 %0, %1, %2;" : "=r"(saturated) : "r"(pair), "r"(0x00FF00FFu));
+    return saturated;
+#else
+    return __vminu2(pair, 0x00FF00FFu);
+#endif
+}
 
 // Colour c = r | g << 8 | b << 16, with a byte 3 such as the kernel's words hold (the next pixel's red).
 __global__ void grays(std::uint8_t* out) {
@@ -44,15 +54,22 @@ __global__ void grays(std::uint8_t* out) {
     if (c < kColours) out[c] = static_cast<std::uint8_t>(gray_of(c | 0xA5000000u));
 }
 
+// Sum n goes into the low half of a pair and count - 1 - n into the high half: out[n] is the low
+// half's output, out[count + (count - 1 - n)] the high half's, so each n is checked in both halves.
 __global__ void magnitudes_of_sums(std::uint8_t* out, int count) {
     const int n = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-    if (n < count) out[n] = static_cast<std::uint8_t>(rounded_root_bits(static_cast<float>(n)));  // exact: n < 2^24
+    if (n >= count) return;
+    const int mirror = count - 1 - n;
+    const std::uint32_t pair = saturated_pair(root_bits(static_cast<float>(n)), root_bits(static_cast<float>(mirror)));  // exact: n < 2^24
+    out[n] = static_cast<std::uint8_t>(pair);
+    out[count + mirror] = static_cast<std::uint8_t>(pair >> 16);
 }
 
 __global__ void magnitudes_of_gradients(std::uint8_t* out) {
-    const int gx = static_cast<int>(blockIdx.x) - 1020;
-    const int gy = static_cast<int>(threadIdx.x) * 8 - 1020;
-    out[blockIdx.x * blockDim.x + threadIdx.x] = static_cast<std::uint8_t>(magnitude_bits(static_cast<float>(gx), static_cast<float>(gy)));
+    const float gx = static_cast<float>(static_cast<int>(blockIdx.x) - 1020);
+    const float gy = static_cast<float>(static_cast<int>(threadIdx.x) * 8 - 1020);
+    const std::uint32_t bits = root_bits(fmaf(gy, gy, gx * gx));
+    out[blockIdx.x * blockDim.x + threadIdx.x] = static_cast<std::uint8_t>(saturated_pair(bits, bits));
 }
 
 // `count` bytes that `launch` writes into device memory, on the host.
@@ -89,16 +106,18 @@ TEST_F(SobelRegisterWindowArithmetic, GrayEqualsGrayBt709ForEveryColour) {
 TEST_F(SobelRegisterWindowArithmetic, MagnitudeRoundsLikeTheDoubleSquareRootForEverySobelSum) {
     const int count = kLargestSum + 1;
     const std::vector<std::uint8_t> magnitude =
-        computed(count, [count](std::uint8_t* d) { magnitudes_of_sums<<<(count + 255) / 256, 256>>>(d, count); });
-    int differing = 0;
-    int first = -1;
-    for (int n = 0; n < count; ++n) {
-        if (magnitude[static_cast<std::size_t>(n)] != saturate_round_u8(std::sqrt(static_cast<double>(n)))) {
-            if (first < 0) first = n;
-            ++differing;
+        computed(2 * static_cast<std::size_t>(count), [count](std::uint8_t* d) { magnitudes_of_sums<<<(count + 255) / 256, 256>>>(d, count); });
+    for (int half = 0; half < 2; ++half) {
+        int differing = 0;
+        int first = -1;
+        for (int n = 0; n < count; ++n) {
+            if (magnitude[static_cast<std::size_t>(half) * count + n] != saturate_round_u8(std::sqrt(static_cast<double>(n)))) {
+                if (first < 0) first = n;
+                ++differing;
+            }
         }
+        EXPECT_EQ(differing, 0) << (half == 0 ? "low" : "high") << " half of the pair: first at n = " << first;
     }
-    EXPECT_EQ(differing, 0) << "first at n = " << first;
 }
 
 TEST_F(SobelRegisterWindowArithmetic, MagnitudeOfGradientsEqualsTheReference) {
