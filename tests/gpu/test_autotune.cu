@@ -89,11 +89,17 @@ TEST_F(Autotune, TheOccupancyApiAgreesWithTheOfflineCalculator) {
                 const Candidate* c = &candidate;
                 for (const KernelOccupancy& k : c->kernels) {
                     const std::vector<KernelLaunch> launches = variant->kernels(problem, c->shape);
+                    // The kernel's own launch: a setup kernel (conv.integer_mma's mask digits) runs a
+                    // fixed block, not the candidate's.
                     std::size_t dynamic = 0;
+                    int threads = 0;
                     for (const KernelLaunch& l : launches) {
-                        if (l.kernel_name == k.kernel_name) dynamic = l.dynamic_shared_bytes;
+                        if (l.kernel_name != k.kernel_name) continue;
+                        dynamic = l.dynamic_shared_bytes;
+                        threads = static_cast<int>(l.block.x * l.block.y * l.block.z);
                     }
-                    const Occupancy offline = occupancy(model, k.resources, c->threads, dynamic);
+                    ASSERT_GT(threads, 0) << variant->name() << ": no launch named " << k.kernel_name;
+                    const Occupancy offline = occupancy(model, k.resources, threads, dynamic);
                     EXPECT_EQ(offline.blocks_per_sm, k.occupancy.blocks_per_sm)
                         << variant->name() << " " << text << " " << to_string(c->shape) << " " << k.kernel_name;
                     ++compared;
