@@ -41,9 +41,43 @@
 // (1.61x; 105.2), both tuned to 32x2 rows=16 (37.5% theoretical occupancy: 57 registers and the
 // ring). probes/box_lane_slide.cu runs the same design, box 9 fixed at compile time, in 73.6 us
 // (32-row strips); the difference is this variant's generality (the bordered lanes' path, both
-// rounding forms), not measured apart. Still 2.00x on box9, above the 1.3x target: the tuner picks
-// 16-row strips, each of which copies 2 * ry + 1 rows more than it outputs (56% more at box 9),
-// and the occupancy stays at 37.5%.
+// rounding forms), not measured apart: measured apart on 2026-11-26, it was mostly the edge warps
+// (below).
+// Nsight Compute (8K RGB box9, 32x2 rows=16, before the edge tiles came first): 52.2 M warp
+// instructions, 252 per warp and output row: the row loop 157 (45 byte permutes, 32 three-input
+// adds, 16 multiply-highs, 12 shuffles), the next row's copy 38 (on 75% of the rows), the strip's 13
+// ring copies of 41 instructions (33 per output row at 16-row strips), its setup 310 (19 per row);
+// issue slots 55% busy, 160 K SM-active cycles. probes/box_lane_slide.cu (the same design, box 9
+// fixed, 32-row strips): 39.3 M at 57% in 121 K. The warps of the first and last tile of each strip
+// (tiles 0 and 47 of 8K RGB) run the bordered lanes' byte path (span_bytes) for every ring row, about
+// 128 instructions each: 1.8x an inner warp's instructions.
+// Edge tiles first (2026-11-26): numbered in row order, those warps ran among the grid's last and set
+// its end (the SMs were active for 89% of the kernel's time at 16-row strips, 75% at strips of one
+// wave). Warps are now numbered edge tiles first (box_span::warp_place), so that they start in the
+// first wave. Copies of this file on the H200 (scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3
+// and box9, then klab-bench, L2 flushed, medians of 5): box3 77.4 -> 67.5 us (32x2 rows=16), box9
+// 95.6 -> 81.2 us, tuned to 32x4 rows=32 (with the edge warps out of the tail, longer strips pay: less
+// ring setup per row); 1.42x and 1.71x the copy floor (47.4 us). A copy with more strip heights to
+// choose from (16 to 66) tuned to the same shapes within 1%. results/nvidia-h200/ has the committed
+// run's figures. Still 1.71x on box9, above the 1.3x target: the row loop's 157 instructions per warp
+// and row, issued at 55 to 57% of the slots, are most of it (the probe, with nothing but box 9, is at
+// 1.56x).
+// Tried and dropped (H200, 2026-11-26, before the edge tiles came first; copies of this file,
+// scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed,
+// medians of 5), box3 / box9 against this file's 77.0-77.5 / 95.2-95.6 us in the same runs:
+// - two output rows per step (independent add chains; 80 registers): 81.6 / 97.5 us;
+// - the normalized rounding on the FMA pipe (multiply-high, multiply-add with runtime constants,
+//   instead of ALU shifts, ands and byte permutes; the ALU pipe 60% -> 47% of the elapsed cycles):
+//   79.1 / 97.0; both: 82.1 / 97.5;
+// - the bordered lanes' column sources in local memory instead of 2 KB of shared memory per warp (32
+//   warps per SM instead of 24; achieved occupancy 31% -> 40%, issue slots still 55% busy): 78.8 /
+//   97.1; with 6 rows ahead (28 warps): 79.8 / 97.6; through a loop that is not inlined: 110.0 /
+//   143.6 (the bordered warps' byte loads in series);
+// - strips fitted to whole waves of resident warps, 66 rows (one wave) or 33 (two), box9: 111.2 and
+//   99.5 us (Nsight: 44.6 M and 47.1 M warp instructions against 52.2 M, but the SMs active 75% and
+//   82% of the elapsed cycles against 89%: the edge warps' tail, which the order above removes).
+// probes/box_mma_rows.cu: the row sums on the integer tensor cores are slower (92.5 us against
+// 73.9 for the scalar slide of probes/box_lane_slide.cu).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -76,6 +110,7 @@ using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
 using box_span::store_span_bytes;
+using box_span::warp_place;
 using box_span::warp_span_tuning_space;
 using box_sums::box_support;
 using box_sums::planes_of;
@@ -174,7 +209,7 @@ __global__ void __launch_bounds__(kWarp * 8)
     conv_box_warp_ring_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, Rounding rounding, Tiling t) {
     const int lane = static_cast<int>(threadIdx.x);
     const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
-    const int strip = warp / t.tiles, tile = warp - strip * t.tiles;
+    const auto [strip, tile] = warp_place(warp, t.tiles, t.strips);  // edge tiles first
     if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
     const int plane = static_cast<int>(blockIdx.z);
     const int y_begin = strip * t.strip_rows;

@@ -33,7 +33,9 @@
 // copy of the loop that steps row pointers instead); lanes whose 16 bytes reach outside the row, or
 // all lanes where rows are not aligned for 16-byte loads, read byte by byte from offsets the
 // border rule gives, worked out once per warp into shared memory (2 KB per warp).
-// The strips share the image's rows evenly, none left short.
+// The strips share the image's rows evenly, none left short. Warps are numbered edge tiles first
+// (box_span::warp_place: the tiles whose lanes reach past the row's ends, then the others), so that
+// the slower edge warps start in the grid's first wave rather than its last.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
@@ -49,7 +51,13 @@
 // and row: the scan 45, the shuffles 32, the slide 24, the prefix 30), issue slots 55% busy, 29.6%
 // achieved occupancy of the 37.5% that 80 registers allow, DRAM 25% of peak: the warps wait on the
 // scan's five dependent shuffles and on the loads, with too few of them resident to hide either.
-// Still 2.5x the copy floor on box9: reaching 1.3x needs fewer instructions per byte (the probe
+// Edge tiles first (2026-11-26): numbered in row order, the warps of each strip's first and last
+// tile (their bordered lanes take the byte-by-byte path for every row, the rest of the warp waiting)
+// ran among the grid's last and set its end. Copies of this file on the H200 (scripts/gpu-experiment.sh,
+// klab tune on 8K RGB AoS box9 and box31, then klab-bench, L2 flushed, medians of 5): box9 117.6 ->
+// 100.3 us (32x2 rows=16), box31 164.5 -> 132.2 us (32x4 rows=32), 2.1x and 2.8x the copy floor
+// (about 47.5 us). results/nvidia-h200/ has the committed run's figures.
+// Still 2.1x the copy floor on box9: reaching 1.3x needs fewer instructions per byte (the probe
 // probes/box_warp_prefix.cu, box 9 fixed at compile time, 64 registers, runs at 90.1 to 95 us with
 // 16 per byte) and more warps in flight. And the structure itself sits above 1.3x: the probe's
 // loop without the row sums (the loads, the slide and the stores only: wrong pixels) takes 64.2 us
@@ -100,6 +108,7 @@ using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
 using box_span::store_span_bytes;
+using box_span::warp_place;
 using box_span::warp_span_tuning_space;
 using box_sums::box_support;
 using box_sums::planes_of;
@@ -248,7 +257,7 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     conv_box_warp_scan_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, Rounding rounding, Tiling t) {
     const int lane = static_cast<int>(threadIdx.x);
     const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
-    const int strip = warp / t.tiles, tile = warp - strip * t.tiles;
+    const auto [strip, tile] = warp_place(warp, t.tiles, t.strips);  // edge tiles first
     if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
     const int plane = static_cast<int>(blockIdx.z);
     const int height = in.shape.height;
