@@ -8,10 +8,10 @@
 // rows ahead of the row being computed; interior walks also ask L2 for the row four further on (a
 // prefetch holds no register). A register cap (80; 88 for RGBA AoS) leaves colour walks room for 24
 // warps per SM. Interior walks step the lane's own pointers (its strip's first byte, its halo
-// pixel's) by one pitch per row. Outputs are P-byte streaming
-// stores (evict-first in L2). The two halo columns come from the neighbouring lanes by warp shuffle
-// (a warp's 32 lanes hold 32 P consecutive pixels); lanes 0 and 31 read their outer neighbour
-// themselves, at a column the border rule maps once per strip. Per pixel:
+// pixel's) by one pitch per row. Outputs are P-byte streaming stores (evict-first in L2). The two
+// halo columns come from the neighbouring lanes by warp shuffle (a warp's 32 lanes hold 32 P
+// consecutive pixels); lanes 0 and 31 read their outer neighbour themselves, at a column the border
+// rule maps once per strip. Per pixel:
 //   gray    (colour input) T = 1063 r + 3576 g + 361 b as two __dp2a dot products (16-bit weights
 //           times bytes), then round-half-to-even of T / 5000 by a multiply-high:
 //           u = floor((T + 2500) / 5000) = umulhi(T + 2500, 858994), and T / 5000 is a tie (T + 2500
@@ -27,13 +27,14 @@
 //   output  r = sqrt.approx(n), and r + 1.5 * 2^23 rounds r to the nearest integer in the float's
 //           low 16 bits (the FADD rounds to nearest at ulp 1; r <= 1443). Two pixels' low halves
 //           go into one word by a byte permute and are saturated to 255 together by one min.u16x2
-//           (a 16-bit pair minimum, sm_90), and a last byte permute packs four outputs into a word.
+//           (__vminu2, a 16-bit pair minimum on sm_90), and a last byte permute packs four outputs
+//           into a word.
 //           No integer/float conversion instruction runs (they issue at a quarter of the FMA rate).
 // Exactness: gray and the gradients are exact integers (above). sqrt(n) of an integer n <= 65280
 // lies at least 0.25 / 511 = 4.9e-4 from any k + 1/2 ((k + 1/2)^2 is 1/4 from every integer), far
 // more than sqrt.approx's error there, so r rounds like the reference's double sqrt; every
-// n >= 65281 has a root of at least 255.5015, which rounds to 256 or more and saturates to 255, as
-// the reference's does. tests/gpu/test_sobel_register_window_arithmetic.cu checks every n from 0 to
+// n >= 65281 has a root of at least 255.5015, 1.5e-3 above 255.5, far more than sqrt.approx's error,
+// so r rounds to 256 or more and saturates to 255, as the reference's does. tests/gpu/test_sobel_register_window_arithmetic.cu checks every n from 0 to
 // 2 * 1020^2 on the device, through the same saturation.
 // Borders: a row outside the image is mapped once per row by border_index (a constant border's row
 // is the value in every byte, which is also the gray value of the colour (v, v, v)); strips whose
@@ -265,8 +266,7 @@ __device__ __forceinline__ void constant_row(const Source& in, RawRow<Channels, 
 // The rows of a walk, in walk order. Interior walks (every row inside the image) step the lane's
 // own pointers (its strip's first byte and its halo pixel's) by one pitch per row; the others map
 // each row by the border rule. `strip_offset` and `halo_offset` are the bytes from a row's start
-// (plane 0) to the lane's strip and to its halo pixel (column 0's where it reads none; the bordered
-// cursor takes the halo column from HaloColumn).
+// (plane 0) to the lane's strip and to its halo pixel (column 0's where it reads none).
 template <bool Interior>
 struct RowCursor;
 
@@ -303,7 +303,9 @@ struct RowCursor<false> {
     int y;
     int step;
     int strip_offset;
-    __device__ __forceinline__ RowCursor(const Source&, int y_, int step_, int strip_offset_, int)
+    // halo_offset is not kept: the halo pixel's address comes from HaloColumn in each row (keeping
+    // the offset made ptxas spill more in the colour walks).
+    __device__ __forceinline__ RowCursor(const Source&, int y_, int step_, int strip_offset_, int /*halo_offset*/)
         : y(y_), step(step_), strip_offset(strip_offset_) {}
     template <bool Edge, int Channels, bool Soa, int P>
     __device__ __forceinline__ void load_next(const Source& in, int valid, HaloColumn halo, RawRow<Channels, Soa, P>& raw) {
@@ -385,17 +387,10 @@ __device__ __forceinline__ std::uint32_t root_bits(float gx, float gy) {
     return __float_as_uint(sqrt_approx(fmaf(gy, gy, gx * gx)) + kRoundMagic);
 }
 
-// Two pixels' root_bits as one word of two 16-bit outputs, each saturated to 255: one min.u16x2 for
-// the pair on sm_90 and later (__vminu2, several instructions, before).
+// Two pixels' root_bits as one word of two 16-bit outputs, each saturated to 255: __vminu2 is one
+// min.u16x2 for the pair on sm_90 and later (several instructions on earlier GPUs).
 __device__ __forceinline__ std::uint32_t saturated_pair(std::uint32_t low_pixel, std::uint32_t high_pixel) {
-    const std::uint32_t pair = __byte_perm(low_pixel, high_pixel, 0x5410u);
-#if __CUDA_ARCH__ >= 900
-    std::uint32_t saturated;
-    asm("min.u16x2 %0, %1, %2;" : "=r"(saturated) : "r"(pair), "r"(kLargestOutputPair));
-    return saturated;
-#else
-    return __vminu2(pair, kLargestOutputPair);
-#endif
+    return __vminu2(__byte_perm(low_pixel, high_pixel, 0x5410u), kLargestOutputPair);
 }
 
 // One output row: the window (a, c) advances by the gray row g of the next row in the walk, and

@@ -5,7 +5,7 @@
 //   gray:      round-half-to-even((1063 r + 3576 g + 361 b) / 5000) by two __dp2a and a
 //              multiply-high, against gray_bt709 for all 2^24 colours;
 //   magnitude: the low 16 bits of sqrt.approx(n) + 1.5 * 2^23 for n = gx^2 + gy^2 (exact in fp32),
-//              two pixels' of them saturated to 255 by one min.u16x2, against the reference's
+//              two pixels' of them saturated to 255 by one __vminu2, against the reference's
 //              saturate_round_u8(sqrt(double(n))) for every n a 3x3 Sobel can make (in both halves
 //              of the pair), and through the whole expression for a grid of (gx, gy).
 #include <gtest/gtest.h>
@@ -38,14 +38,7 @@ __device__ std::uint32_t root_bits(float n) {
 }
 
 __device__ std::uint32_t saturated_pair(std::uint32_t low_pixel, std::uint32_t high_pixel) {
-    const std::uint32_t pair = __byte_perm(low_pixel, high_pixel, 0x5410u);
-#if __CUDA_ARCH__ >= 900
-    std::uint32_t saturated;
-    asm("min.u16x2 %0, %1, %2;" : "=r"(saturated) : "r"(pair), "r"(0x00FF00FFu));
-    return saturated;
-#else
-    return __vminu2(pair, 0x00FF00FFu);
-#endif
+    return __vminu2(__byte_perm(low_pixel, high_pixel, 0x5410u), 0x00FF00FFu);
 }
 
 // Colour c = r | g << 8 | b << 16, with a byte 3 such as the kernel's words hold (the next pixel's red).
