@@ -1,8 +1,8 @@
 // What the box variants that give a warp a 512-byte span of a row (conv.box_warp_scan,
 // conv.box_warp_ring) share: the span's geometry, the column sums' slide in 16-bit lanes, the
 // byte-by-byte path of the lanes whose bytes reach outside the row (the border rule per byte,
-// worked out once per warp), the order of the warps (edge tiles first), the stores, the rounding of a box that is not the normalized one, and
-// their tuning space (blocks of warps, strips of rows).
+// worked out once per warp), the order of the warps (edge tiles first), the stores, the rounding
+// of a box that is not the normalized one, and their tuning space (blocks of warps, strips of rows).
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
 // kernel file that includes it, so editing it invalidates their tuning records.
@@ -81,13 +81,14 @@ __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool
 }
 
 // Where a warp works: its strip of rows and its tile (its span's place along the row). Warps are
-// numbered edge tiles first: the first and the last tile of every strip, then the tiles between them,
-// strip by strip. An edge tile's lanes whose bytes reach past the row's ends take the byte-by-byte
-// path (span_bytes) for every row while its other lanes wait, so such a warp issues about 1.8x an
-// inner warp's instructions (Nsight on conv.box_warp_ring, 8K RGB box 9x9); numbered among the others,
-// the edge warps of the grid's last strips started last and finished long after the rest (the SMs
-// were active for 75 to 89% of the kernel's time). Numbered first, they start in the first wave and
-// finish while the inner warps still run. strip >= strips for the last block's spare warps.
+// numbered edge tiles first: the first and the last tile of every strip, then the tiles between
+// them, strip by strip. An edge tile's lanes whose bytes reach past the row's ends take the
+// byte-by-byte path (span_bytes) for every row while its other lanes wait, so such a warp issues
+// about 1.8x an inner warp's instructions (Nsight Compute on conv.box_warp_ring, 8K RGB box 9x9,
+// H200, 2026-11-26). Numbered among the others, the edge warps of the grid's last strips started
+// last and finished long after the rest (the SMs were active for 75 to 89% of the kernel's time).
+// Numbered first, they start in the first wave and finish while the inner warps still run (the
+// variants' preambles give the gain). strip >= strips for the last block's spare warps.
 struct WarpPlace {
     int strip;
     int tile;

@@ -35,14 +35,14 @@
 // 1/3/4 channels, AoS or SoA (one grid layer per plane), any pitch, any size. The block is 32 x N
 // threads (N = 2, 4 or 8 warps, tuned); shared memory per warp: 2 KB of column sources and the ring
 // (6.5 KB for a 9-row box).
-// Measured on an NVIDIA H200 (committed klab run at e2a551b, 2026-11-26: klab tune, then klab-bench,
-// L2 flushed, medians of 5; copy floor of 8K RGB 47.6 us): 8K RGB AoS box9 95.3 us (2.00x the copy
+// Measured on an NVIDIA H200 before the edge tiles came first (committed klab run at e2a551b,
+// 2026-11-26: klab tune, then klab-bench, L2 flushed, medians of 5; copy floor of 8K RGB 47.6 us):
+// 8K RGB AoS box9 95.3 us (2.00x the copy
 // floor; npp.box 1717 us: 18.0x faster; conv.box_warp_scan 117.5 us in the same run), box3 76.9 us
 // (1.61x; 105.2), both tuned to 32x2 rows=16 (37.5% theoretical occupancy: 57 registers and the
 // ring). probes/box_lane_slide.cu runs the same design, box 9 fixed at compile time, in 73.6 us
 // (32-row strips); the difference is this variant's generality (the bordered lanes' path, both
-// rounding forms), not measured apart: measured apart on 2026-11-26, it was mostly the edge warps
-// (below).
+// rounding forms); on 2026-11-26 most of that gap proved to be the edge warps (below).
 // Nsight Compute (8K RGB box9, 32x2 rows=16, before the edge tiles came first): 52.2 M warp
 // instructions, 252 per warp and output row: the row loop 157 (45 byte permutes, 32 three-input
 // adds, 16 multiply-highs, 12 shuffles), the next row's copy 38 (on 75% of the rows), the strip's 13
@@ -50,7 +50,7 @@
 // issue slots 55% busy, 160 K SM-active cycles. probes/box_lane_slide.cu (the same design, box 9
 // fixed, 32-row strips): 39.3 M at 57% in 121 K. The warps of the first and last tile of each strip
 // (tiles 0 and 47 of 8K RGB) run the bordered lanes' byte path (span_bytes) for every ring row, about
-// 128 instructions each: 1.8x an inner warp's instructions.
+// 128 instructions per ring row: 1.8x an inner warp's instructions.
 // Edge tiles first (2026-11-26): numbered in row order, those warps ran among the grid's last and set
 // its end (the SMs were active for 89% of the kernel's time at 16-row strips, 75% at strips of one
 // wave). Warps are now numbered edge tiles first (box_span::warp_place), so that they start in the
@@ -59,9 +59,16 @@
 // 95.6 -> 81.2 us, tuned to 32x4 rows=32 (with the edge warps out of the tail, longer strips pay: less
 // ring setup per row); 1.42x and 1.71x the copy floor (47.4 us). A copy with more strip heights to
 // choose from (16 to 66) tuned to the same shapes within 1%. results/nvidia-h200/ has the committed
-// run's figures. Still 1.71x on box9, above the 1.3x target: the row loop's 157 instructions per warp
-// and row, issued at 55 to 57% of the slots, are most of it (the probe, with nothing but box 9, is at
-// 1.56x).
+// run's figures. Nsight Compute on that (8K RGB box9, 32x4 rows=32): 47.3 M warp instructions, 228
+// per warp and output row (the row loop 157, the next row's copy 38 on 87.5% of the rows, the ring's
+// setup 17), issue slots 60% busy, the SMs active 92% of the kernel's cycles.
+// Interior strips step a pointer (2026-11-26): the strips whose ring rows all lie inside the image
+// copy them through a pointer stepped by one pitch instead of mapping each row by the border rule
+// (the next row's copy 38 -> 12 instructions; the row loop 157 -> 164, as the copy's two forms
+// share it). The same kind of runs: box3 67.4 -> 66.6 us, box9 81.3 -> 79.6 us (32x2 rows=16).
+// Still about 1.7x on box9, above the 1.3x target: the row loop's 157 to 164 instructions per warp
+// and row, issued at 55 to 60% of the slots, are most of it (the probe, with nothing but box 9, is
+// at 1.56x).
 // Tried and dropped (H200, 2026-11-26, before the edge tiles came first; copies of this file,
 // scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed,
 // medians of 5), box3 / box9 against this file's 77.0-77.5 / 95.2-95.6 us in the same runs:
@@ -232,12 +239,26 @@ __global__ void __launch_bounds__(kWarp * 8)
     // (an empty one where none is left), so that "the row `kAhead` rows back has arrived" is one
     // wait on all but the last kAhead - 1 groups.
     int next_row = y_begin - t.ry - 1;
+    // Strips whose ring rows all lie inside the image step a pointer to the lane's bytes instead of
+    // mapping each row by the border rule. The ring takes 2 * ry + 1 + max(rows, kAhead) rows: a
+    // strip shorter than kAhead rows still fills every slot.
+    const bool interior = next_row >= 0 && y_begin + t.ry + max(y_end - y_begin, kAhead) <= in.shape.height;
+    const std::uint8_t* next_bytes = in.row(interior ? next_row : 0, plane) + e;
     const auto copy_row = [&](int slot) {
-        const std::uint8_t* row = bordered_row(in, plane, next_row++, border.mode);
-        if (vector && row != nullptr) {
-            __pipeline_memcpy_async(ring + kWarp * slot, row + e, kLaneBytes);
+        if (interior) {
+            if (vector) {
+                __pipeline_memcpy_async(ring + kWarp * slot, next_bytes, kLaneBytes);
+            } else {
+                ring[kWarp * slot] = span_bytes(next_bytes - e, e, false, sources, border);
+            }
+            next_bytes += in.pitch_bytes;
         } else {
-            ring[kWarp * slot] = span_bytes(row, e, vector, sources, border);
+            const std::uint8_t* row = bordered_row(in, plane, next_row++, border.mode);
+            if (vector && row != nullptr) {
+                __pipeline_memcpy_async(ring + kWarp * slot, row + e, kLaneBytes);
+            } else {
+                ring[kWarp * slot] = span_bytes(row, e, vector, sources, border);
+            }
         }
         __pipeline_commit();
     };

@@ -34,8 +34,8 @@
 // all lanes where rows are not aligned for 16-byte loads, read byte by byte from offsets the
 // border rule gives, worked out once per warp into shared memory (2 KB per warp).
 // The strips share the image's rows evenly, none left short. Warps are numbered edge tiles first
-// (box_span::warp_place: the tiles whose lanes reach past the row's ends, then the others), so that
-// the slower edge warps start in the grid's first wave rather than its last.
+// (box_span::warp_place: the first and the last tile of each strip, then the others), so that the
+// slower warps whose lanes reach past the row's ends start in the grid's first wave, not its last.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
