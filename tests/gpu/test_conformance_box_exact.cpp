@@ -114,32 +114,37 @@ std::size_t expect_every_shape_exact(const char* name) {
                             {{4100, 70, 1, Layout::aos}, PitchKind::odd},
                             {{700, 97, 4, Layout::soa}, PitchKind::allocator}};
     const Mask boxes[] = {masks::box(3), masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5"), flat_mask(1, 9, 1.0f / 9, "box1x9")};
+    std::vector<std::pair<Image, Mask>> cases;
+    for (const Image& image : images)
+        for (const Mask& mask : boxes) cases.emplace_back(image, mask);
+    // A one-row box on 321 rows: at 16 rows per strip the last strip has one row, fewer than the
+    // rows a strip copies ahead (conv.box_warp_ring), and ends at the image's last row.
+    cases.emplace_back(Image{{1000, 321, 3, Layout::aos}, PitchKind::allocator}, flat_mask(9, 1, 1.0f / 9, "box9x1"));
     const std::vector<Border> borders = all_borders();
     std::size_t n = 0, shapes_run = 0;
-    for (const Image& image : images)
-        for (const Mask& mask : boxes) {
-            const Border border = borders[n++ % borders.size()];
-            const Problem problem = convolve_problem(image.shape, mask, border);
-            if (!takes_every_box(name) && !variant.supports(problem)) continue;
-            const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
-            const ImageU8 expected = reference::convolve(input, mask, border, 0);
-            DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
-            in.upload(input);
-            const DeviceMask device_mask(mask);
-            // The tuner's own enumeration: every block shape crossed with every parameter value, each
-            // candidate whether included or not (the occupancy minimum only marks it).
-            const autotune::SearchSpace space = autotune::search_space(variant, problem, 0.01, autotune::device_oracle());
-            for (const autotune::Candidate& candidate : space.candidates) {
-                const LaunchShape& shape = candidate.shape;
-                if (!variant.check_shape(problem, shape)) continue;
-                SCOPED_TRACE(fmt::format("{} {} with {}", name, to_string(problem), to_string(shape)));
-                DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
-                run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
-                const Verification v = verify_exact(expected, out.download());
-                EXPECT_TRUE(v.ok()) << v.summary();
-                ++shapes_run;
-            }
+    for (const auto& [image, mask] : cases) {
+        const Border border = borders[n++ % borders.size()];
+        const Problem problem = convolve_problem(image.shape, mask, border);
+        if (!takes_every_box(name) && !variant.supports(problem)) continue;
+        const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
+        const ImageU8 expected = reference::convolve(input, mask, border, 0);
+        DeviceImage<std::uint8_t> in(problem.shape, pitch_for(image.pitch, problem.shape, 1));
+        in.upload(input);
+        const DeviceMask device_mask(mask);
+        // The tuner's own enumeration: every block shape crossed with every parameter value, each
+        // candidate whether included or not (the occupancy minimum only marks it).
+        const autotune::SearchSpace space = autotune::search_space(variant, problem, 0.01, autotune::device_oracle());
+        for (const autotune::Candidate& candidate : space.candidates) {
+            const LaunchShape& shape = candidate.shape;
+            if (!variant.check_shape(problem, shape)) continue;
+            SCOPED_TRACE(fmt::format("{} {} with {}", name, to_string(problem), to_string(shape)));
+            DeviceImage<std::uint8_t> out(problem.shape, pitch_for(image.pitch, problem.shape, 1));
+            run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()}, shape);
+            const Verification v = verify_exact(expected, out.download());
+            EXPECT_TRUE(v.ok()) << v.summary();
+            ++shapes_run;
         }
+    }
     return shapes_run;
 }
 
@@ -152,13 +157,13 @@ TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
 // conv.box_warp_scan: warps and strip rows (9 shapes, all of which fit every case).
 TEST(BoxWarpScanShapes, EveryShapeOfTheTuningSpaceIsExact) {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
-    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 12u * 9u);
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 13u * 9u);
 }
 
 // conv.box_warp_ring: warps and strip rows (9 shapes) on the boxes it takes (box 31 is not one).
 TEST(BoxWarpRingShapes, EveryShapeOfTheTuningSpaceIsExact) {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
-    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_ring"), 9u * 9u);
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_ring"), 10u * 9u);
 }
 
 std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {
