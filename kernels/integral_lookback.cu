@@ -58,6 +58,9 @@
 // gray u32 39.4 us (npp 521 us: 13x), 8K RGB AoS u64 343 us (1.6x). Nsight Compute, 8K gray: 62 MB
 // read, 239 MB written, 32 M warp instructions, issue slots 32% busy, 64 registers, occupancy 45%.
 // With the shared pass 1 (dp4a row sums, 16-bit column sums; 2026-11-25): 8K gray 108.5 us.
+// Pass 2 steps a pointer where the warp lies inside the image (for_each_row, 2026-11-26); pass 1
+// maps every row, as the stepped copy of it spills in the gray u64 kernel. results/nvidia-h200/ has
+// the committed run's figures.
 #include <cstddef>
 #include <cstdint>
 
@@ -217,7 +220,9 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     // 1. Pass 1: row sums (lane r keeps row r's) and column sums (per lane element).
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
-    sum_rows_and_columns<E>(in, plane, y0, x0, lane, row_sum, column_sum);
+    // Every warp maps its rows here: with the stepped walk's second copy of pass 1 the gray u64 kernel
+    // spills at its 64-register cap (60 bytes); pass 2 below steps where the warp lies inside.
+    sum_rows_and_columns<E, kRowGroup, L2Hint::none, false>(in, plane, y0, x0, lane, row_sum, column_sum);
 
     // 2. Row sums out, then rowleft from the tiles to the left.
     const std::size_t row_base = static_cast<std::size_t>(tile) * tile_rows + static_cast<std::size_t>(row_in_tile) * E;

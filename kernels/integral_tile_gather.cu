@@ -38,8 +38,9 @@
 // launches of one plan share it and must not overlap (launch a plan on one stream at a time).
 // Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
 // totals, so it grows with the image's side in tiles (30 x 17 tiles on 8K gray).
-// Measured on an NVIDIA H200 (device run of 2026-11-25 with the dependent launch and 8 gray rows
-// in flight in the tile sums; klab tune, then klab-bench, L2 flushed, medians of 5): 8K gray u64
+// Measured on an NVIDIA H200 (results/nvidia-h200/ has the committed run's figures with the L2
+// hints and the stepped walks, below). Device run of 2026-11-25 with the dependent launch and 8 gray
+// rows in flight in the tile sums (klab tune, then klab-bench, L2 flushed, medians of 5): 8K gray u64
 // 100.5 us, 1.43x the copy floor (npp.integral 1012.4 us: 10.1x faster); 4K gray u32 24.6 us
 // (1.72x; npp 240 us); 8K RGB AoS u64 310.1 us (1.47x). Before both (stop 29, medians of 3): 8K
 // gray 101.2 us, 4K gray 27.1 us, 4096x4096 gray u32 36.3 us (npp 520 us), 8K RGB 305.7 us.
@@ -48,6 +49,18 @@
 // rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average
 // (15 us at most), and the tiles finish between 42 and 85 us: the output's 265 MB alone take 67 us
 // when a kernel only writes them in this tile pattern (3.96 TB/s).
+// L2 hints and stepped walks (2026-11-26; copies of this file on the H200, scripts/gpu-experiment.sh,
+// klab tune, then klab-bench, L2 flushed, medians of 5; this file 99.8 us for 8K gray u64, 24.4 us
+// for 4K gray u32 and 304.3 us for 8K RGB in the same runs). The tile sums load the image as
+// L2Hint::keep (evict_last) and the gather's second read as L2Hint::last_use (evict_first), so that
+// the output's streaming stores do not push the image out of L2 between the two reads: 95.8 us
+// (keep alone 96.3). Nsight Compute cannot show this: it flushes L2 between kernels; it read the
+// tile sums as 7.76 M warp instructions, issue slots 59% busy, the 8-row loads' border mapping about
+// 23 instructions a row. Warps whose rows lie inside the image now step a pointer
+// (integral_tiles.hpp, for_each_row): 8K gray 94.2 us (the tile sums alone 95.0), 4K gray 20.4 us,
+// 8K RGB 301.0. Dropped in the same runs: the gather's rows 4 ahead instead of 2 (96.6 us with the
+// hints; 99.0 with both changes), the tile sums' rows as a rolling window of 8, 12 or 16 rows (95.3,
+// 96.0, 98.4: at the 64-register cap the deeper windows spill).
 // Tried and dropped (copies of this file on the H200, scripts/gpu-experiment.sh, klab-bench, L2
 // flushed, medians of 5; 2026-11-25), against 101.0 us for 8K gray u64 and 307.6 us for 8K RGB in
 // the same runs: more of the gather's loads in flight (16 or 32 at a time, against 8; tuned): 102.0
@@ -147,8 +160,9 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(Im
 
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
-    sum_rows_and_columns<E, kSumsRowGroup<E>>(in, tile.plane, tile.y * g.tile_height + warp * kWarp, tile.x * g.tile_width + lane * P,
-                                              lane, row_sum, column_sum);
+    // The image's lines stay in L2 for the gather kernel, which reads them again.
+    sum_rows_and_columns<E, kSumsRowGroup<E>, L2Hint::keep>(in, tile.plane, tile.y * g.tile_height + warp * kWarp,
+                                                             tile.x * g.tile_width + lane * P, lane, row_sum, column_sum);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
 #pragma unroll
     for (int c = 0; c < E; ++c) sums.row_sums[row_base + c] = row_sum[c];
@@ -275,7 +289,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     uint4* stage = shared_chunks + warp * kWarpSharedChunks<E, T>;
     const bool strip_inside = (tile.x + 1) * g.tile_width <= g.width;
     const int y0 = tile.y * g.tile_height + warp * kWarp;
-    for_each_row<E>(in, tile.plane, y0, tile.x * g.tile_width + lane * P, [&](int r, const LaneRow<E>& row) {
+    for_each_row<E, kRowGroup, L2Hint::last_use>(in, tile.plane, y0, tile.x * g.tile_width + lane * P, [&](int r, const LaneRow<E>& row) {
         const int y = y0 + r;
         if (y >= g.height) return;  // the same for the whole warp
         write_output_row<E, T>(row, r, rowleft, carry, out, tile.plane, y, tile.x, g, lane, stage, strip_inside);
