@@ -66,9 +66,12 @@
 // copy them through a pointer stepped by one pitch instead of mapping each row by the border rule
 // (the next row's copy 38 -> 12 instructions; the row loop 157 -> 164, as the copy's two forms
 // share it). The same kind of runs: box3 67.4 -> 66.6 us, box9 81.3 -> 79.6 us (32x2 rows=16).
-// Still about 1.7x on box9, above the 1.3x target: the row loop's 157 to 164 instructions per warp
-// and row, issued at 55 to 60% of the slots, are most of it (the probe, with nothing but box 9, is
-// at 1.56x).
+// The walk compiled twice (2026-11-26): once for interior strips, once for the others, so that each
+// loop holds one form of the copy: box3 66.2 -> 65.7 us, box9 80.5 -> 76.7 us (tuned 32x2 rows=16;
+// the same kind of runs; 3 rows ahead instead of 4 on top of it: 66.4 and 77.9).
+// Still about 1.6x on box9, above the 1.3x target: the row loop's ~157 instructions per warp and
+// row, issued at 55 to 60% of the slots, are most of it (the probe, with nothing but box 9, is at
+// 1.56x).
 // Tried and dropped (H200, 2026-11-26, before the edge tiles came first; copies of this file,
 // scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed,
 // medians of 5), box3 / box9 against this file's 77.0-77.5 / 95.2-95.6 us in the same runs:
@@ -89,6 +92,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -243,51 +247,60 @@ __global__ void __launch_bounds__(kWarp * 8)
     // mapping each row by the border rule. The ring takes 2 * ry + 1 + max(rows, kAhead) rows: a
     // strip shorter than kAhead rows still fills every slot.
     const bool interior = next_row >= 0 && y_begin + t.ry + max(y_end - y_begin, kAhead) <= in.shape.height;
-    const std::uint8_t* next_bytes = in.row(interior ? next_row : 0, plane) + e;
-    const auto copy_row = [&](int slot) {
-        if (interior) {
-            if (vector) {
-                __pipeline_memcpy_async(ring + kWarp * slot, next_bytes, kLaneBytes);
+    // The walk, compiled twice: strips inside the image (a stepped pointer) and strips at its edges.
+    const auto walk = [&](auto interior_tag) {
+        constexpr bool kInterior = decltype(interior_tag)::value;
+        const std::uint8_t* next_bytes = in.row(kInterior ? next_row : 0, plane) + e;
+        const auto copy_row = [&](int slot) {
+            if constexpr (kInterior) {
+                if (vector) {
+                    __pipeline_memcpy_async(ring + kWarp * slot, next_bytes, kLaneBytes);
+                } else {
+                    ring[kWarp * slot] = span_bytes(next_bytes - e, e, false, sources, border);
+                }
+                next_bytes += in.pitch_bytes;
             } else {
-                ring[kWarp * slot] = span_bytes(next_bytes - e, e, false, sources, border);
+                const std::uint8_t* row = bordered_row(in, plane, next_row++, border.mode);
+                if (vector && row != nullptr) {
+                    __pipeline_memcpy_async(ring + kWarp * slot, row + e, kLaneBytes);
+                } else {
+                    ring[kWarp * slot] = span_bytes(row, e, vector, sources, border);
+                }
             }
-            next_bytes += in.pitch_bytes;
-        } else {
-            const std::uint8_t* row = bordered_row(in, plane, next_row++, border.mode);
-            if (vector && row != nullptr) {
-                __pipeline_memcpy_async(ring + kWarp * slot, row + e, kLaneBytes);
-            } else {
-                ring[kWarp * slot] = span_bytes(row, e, vector, sources, border);
-            }
-        }
-        __pipeline_commit();
-    };
-    for (int i = 0; i < slots; ++i) copy_row(i);
-    __pipeline_wait_prior(kAhead);  // ring rows 0 ... 2 * ry have arrived: V of row y_begin - 1
-    std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
-    for (int i = 0; i <= 2 * t.ry; ++i) slide_columns(v, ring[kWarp * i], make_uint4(0u, 0u, 0u, 0u));
-
-    const bool output_lane = lane >= 1 && lane <= kWarp - 2 && e < row_bytes;
-    const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes <= row_bytes;
-    const std::uint32_t start = rounding.normalized ? rounding.half * 0x10001u : 0u;  // the half, in both 16-bit lanes
-    std::uint8_t* dst = out.row(y_begin, plane) + e;
-    int leaving = 0, entering = 2 * t.ry + 1;  // the slots of output row y's leaving and entering rows
-    for (int y = y_begin; y < y_end; ++y, dst += out.pitch_bytes) {
-        __pipeline_wait_prior(kAhead - 1);  // the entering row has arrived
-        slide_columns(v, ring[kWarp * entering], ring[kWarp * leaving]);
-        // The leaving row's slot takes the entering row of output row y + kAhead (its value is in
-        // registers already: the slide used it).
-        if (y + kAhead < y_end) {
-            copy_row(leaving);
-        } else {
             __pipeline_commit();
+        };
+        for (int i = 0; i < slots; ++i) copy_row(i);
+        __pipeline_wait_prior(kAhead);  // ring rows 0 ... 2 * ry have arrived: V of row y_begin - 1
+        std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+        for (int i = 0; i <= 2 * t.ry; ++i) slide_columns(v, ring[kWarp * i], make_uint4(0u, 0u, 0u, 0u));
+
+        const bool output_lane = lane >= 1 && lane <= kWarp - 2 && e < row_bytes;
+        const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes <= row_bytes;
+        const std::uint32_t start = rounding.normalized ? rounding.half * 0x10001u : 0u;  // the half, in both 16-bit lanes
+        std::uint8_t* dst = out.row(y_begin, plane) + e;
+        int leaving = 0, entering = 2 * t.ry + 1;  // the slots of output row y's leaving and entering rows
+        for (int y = y_begin; y < y_end; ++y, dst += out.pitch_bytes) {
+            __pipeline_wait_prior(kAhead - 1);  // the entering row has arrived
+            slide_columns(v, ring[kWarp * entering], ring[kWarp * leaving]);
+            // The leaving row's slot takes the entering row of output row y + kAhead (its value is in
+            // registers already: the slide used it).
+            if (y + kAhead < y_end) {
+                copy_row(leaving);
+            } else {
+                __pipeline_commit();
+            }
+            leaving = leaving + 1 == slots ? 0 : leaving + 1;
+            entering = entering + 1 == slots ? 0 : entering + 1;
+            std::uint32_t s[8];
+            row_sums<E, RX>(v, start, s);
+            const uint4 value = output_bytes(s, rounding);
+            if (output_lane) store_span_bytes(dst, value, e, row_bytes, out_vector);
         }
-        leaving = leaving + 1 == slots ? 0 : leaving + 1;
-        entering = entering + 1 == slots ? 0 : entering + 1;
-        std::uint32_t s[8];
-        row_sums<E, RX>(v, start, s);
-        const uint4 value = output_bytes(s, rounding);
-        if (output_lane) store_span_bytes(dst, value, e, row_bytes, out_vector);
+    };
+    if (interior) {
+        walk(std::true_type{});
+    } else {
+        walk(std::false_type{});
     }
 }
 
