@@ -23,7 +23,8 @@
 // (into the plan's scratch memory) and read into shared memory by every block.
 // Exactness: every product of a byte and a digit, and every s32 sum (at most 81 * 255 * 128 < 2^22
 // per digit), is exact. Each sum S starts at the bit pattern of 1.5 * 2^23, so the float with the
-// accumulator's bits is 1.5 * 2^23 + S exactly and one subtraction gives S. The result differs from
+// accumulator's bits is 1.5 * 2^23 + S exactly (integer_digits.hpp's combine_digits() recombines the
+// three with two roundings, the same values as subtracting the bias first). The result differs from
 // the mask's exact correlation by at most E * (the sum of the pixels under the mask), E =
 // max |c - Q 2^-e| (about 2^-24 of the largest |c|) plus the two roundings' share (2^-23 of
 // it): coefficient_error() returns E, and verification widens its tie bound by it
@@ -39,6 +40,9 @@
 // overlapping windows into each MMA's four operand registers), issue slots 54% busy, the tensor
 // pipe 38%, 111 registers: 16 warps per SM (24.5% achieved occupancy), stalled mostly on the
 // IMMA chains' fixed latency.
+// 2026-11-28: the three digit sums recombined by integer_digits.hpp's combine_digits() (5 fp32
+// instructions per output instead of 7, the same values), shared with conv.separable_row_mma; not
+// timed on its own, the committed run has the figure.
 // Tried and dropped: ldmatrix (one instruction per operand) from two copies of the tile shifted
 // by 8 bytes, fed by 4-byte cp.async since a 9x9 RGB window starts 4 bytes off a 16-byte boundary:
 // 430 us, 236 M instructions (the copies cost more than ldmatrix saves); with its steps unrolled
@@ -60,21 +64,20 @@
 #include "harness/kernel_launch.hpp"
 #include "harness/row_stream.hpp"
 #include "harness/variant.hpp"
+#include "kernels/integer_digits.hpp"
 #include "kernels/radius_dispatch.hpp"
 
 namespace klab {
 namespace {
 
+using namespace integer_digits;
+
 constexpr int kMaxRadius = 4;
-constexpr int kDigits = 3;            // signed 8-bit digits per coefficient
 constexpr int kTilesPerWarp = 4;      // 8-element output tiles side by side per warp
 constexpr int kWarpColumns = 8 * kTilesPerWarp;  // output elements of a row per warp
 constexpr int kWarpRows = 16;         // output rows per warp (the MMA's M)
 constexpr int kMarginLeft = 16;       // input bytes loaded left of the block's first output
 constexpr int kStagingStride = 48;    // bytes per staged output row: 16-byte aligned, banks spread
-constexpr std::int32_t kBiasBits = 0x4B400000;  // the bits of the float 1.5 * 2^23
-constexpr float kBias = 12582912.0f;             // 1.5 * 2^23
-constexpr int kLargestMultiple = 127 * (65536 + 256 + 1);  // the largest |Q| three digits hold
 constexpr std::array<int, 3> kBlockX = {64, 128, 256};
 constexpr std::array<int, 3> kBlockY = {1, 2, 4};
 constexpr std::array<int, 4> kStripTiles = {1, 2, 4, 8};
@@ -100,37 +103,25 @@ struct Geometry {
     }
 };
 
-// Q = round(c * 2^e), and digit d (0 lowest) of Q in balanced base 256; the same on host and device.
-__host__ __device__ inline int tap_multiple(float c, int e) { return static_cast<int>(rintf(ldexpf(c, e))); }
-__host__ __device__ inline int digit_of(int q, int d) {
-    for (int i = 0; i < d; ++i) q = (q - (((q + 128) & 255) - 128)) / 256;  // exact: q minus its low digit
-    return ((q + 128) & 255) - 128;
-}
-
 // The exponent e of a mask's digits, 2^-e, and the coefficient error E of docs/numeric-contract.md.
-struct DigitScale {
-    int exponent = 0;
-    float scale = 1.0f;
+struct MaskDigits {
+    DigitScale digits;
     double coefficient_error = 0.0;
 };
-DigitScale digit_scale(const Mask& mask) {
-    float largest = 0.0f;
-    for (float c : mask.coefficients()) largest = std::max(largest, std::fabs(c));
-    if (!(largest > 0.0f)) return {};
-    int exponent = 0;
-    (void)std::frexp(largest, &exponent);  // largest = f * 2^exponent, f in [0.5, 1)
-    int e = 23 - exponent;                 // largest * 2^e in [2^22, 2^23)
-    if (tap_multiple(largest, e) > kLargestMultiple) --e;
+MaskDigits mask_digits(const Mask& mask) {
+    const DigitScale scale = digit_scale(mask.coefficients().data(), static_cast<int>(mask.coefficients().size()));
+    const int e = scale.exponent;
     double digit_error = 0.0, largest_q = 0.0;
     for (float c : mask.coefficients()) {
         const int q = tap_multiple(c, e);
         digit_error = std::max(digit_error, std::fabs(static_cast<double>(c) - std::ldexp(static_cast<double>(q), -e)));
         largest_q = std::max(largest_q, std::fabs(static_cast<double>(q)));
     }
+    if (largest_q == 0.0) return {scale, 0.0};  // a mask of zeros: every sum is exactly 0
     // fl(fl(S2 * 2^16 + S1 * 2^8) + S0): two roundings of at most 2^-24 of sums of |q2 2^16 + q1 2^8|
     // <= |Q| + 128 and of |q0| <= 128 times each pixel, then the exact product by 2^-e.
     const double rounding_error = std::ldexp(1.0001 * (largest_q + 128.0) * 0x1p-23 + 128.0 * 0x1p-24, -e);
-    return {e, std::ldexp(1.0f, -e), digit_error + rounding_error};
+    return {scale, digit_error + rounding_error};
 }
 
 // The digit matrices in fragment order: entry (step, digit, lane) is the 8 bytes lane holds of the
@@ -159,29 +150,6 @@ __global__ void conv_integer_mma_digits_kernel(DeviceMaskView mask, int exponent
         word[b / 4] |= static_cast<std::uint32_t>(value & 0xFF) << (8 * (b % 4));
     }
     table[i] = make_uint2(word[0], word[1]);
-}
-
-// D += A * B for one 16 x 8 tile: A 16 x 32 unsigned bytes, B 32 x 8 signed bytes, D s32.
-__device__ __forceinline__ void mma_u8s8(int (&d)[4], const std::uint32_t (&a)[4], uint2 b) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
-#else
-    __trap();  // enqueue() refuses devices without 8-bit mma.sync
-#endif
-}
-
-// Byte e of stored row sy (already mapped; < 0 for a constant border's row), its pixel mapped by
-// the border rule.
-template <int S>
-__device__ std::uint8_t bordered_byte(const ImageView<const std::uint8_t>& in, int e, int sy, int plane, Border border) {
-    if (sy < 0) return border.value;
-    const int x = e >= 0 ? e / S : -((-e + S - 1) / S);  // floor(e / S)
-    const int sx = border_index(x, in.shape.width, border.mode);
-    if (sx < 0) return border.value;
-    return in.row(sy, plane)[sx * S + (e - x * S)];
 }
 
 template <int R, int S>
@@ -308,10 +276,7 @@ __global__ void __launch_bounds__(256)
                 std::uint32_t pair = 0;
 #pragma unroll
                 for (int q = 0; q < 2; ++q) {
-                    const float s2 = __int_as_float(acc[j][2][2 * h + q]) - kBias;
-                    const float s1 = __int_as_float(acc[j][1][2 * h + q]) - kBias;
-                    const float s0 = __int_as_float(acc[j][0][2 * h + q]) - kBias;
-                    const float value = (fmaf(s2, 65536.0f, s1 * 256.0f) + s0) * scale;
+                    const float value = combine_digits(acc[j][2][2 * h + q], acc[j][1][2 * h + q], acc[j][0][2 * h + q]) * scale;
                     std::uint32_t byte;
                     asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(byte) : "f"(value));  // the store rule, as rows::round_pack4
                     pair |= byte << (8 * q);
@@ -389,7 +354,7 @@ public:
         return Support::yes();
     }
     std::size_t scratch_bytes(const Problem& problem, const LaunchShape&) const override { return table_bytes(problem); }
-    double coefficient_error(const Problem& problem) const override { return digit_scale(*problem.mask).coefficient_error; }
+    double coefficient_error(const Problem& problem) const override { return mask_digits(*problem.mask).coefficient_error; }
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
         const int tile_w = kWarpColumns * (shape.block_x / 32), tile_h = kWarpRows * shape.block_y;
         const dim3 grid(grid_side(problem.shape.row_elements(), tile_w), grid_side(problem.shape.height, tile_h * shape.parameter("tiles")),
@@ -405,14 +370,9 @@ public:
                 KernelLaunch{kernel, "conv_integer_mma_kernel", grid, block_of(shape), shared_bytes(problem, shape)}};
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
-        int major = 0;
-        KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, plan.device));
-        if (major < 8) {
-            throw Error(fmt::format("conv.integer_mma on a GPU of compute capability {}.x", major),
-                        "compute capability 8.0 or later (mma.sync with 8-bit operands)");
-        }
+        require_integer_mma(plan.device, name());
         const DeviceBuffers& b = plan.buffers;
-        const DigitScale digits = digit_scale(*plan.problem.mask);
+        const DigitScale digits = mask_digits(*plan.problem.mask).digits;
         uint2* const table = plan.scratch_as<uint2>();
         dispatch_radius_stride(plan.problem, [&](auto r, auto s) {
             constexpr int R = decltype(r)::value, S = decltype(s)::value;

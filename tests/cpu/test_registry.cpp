@@ -97,6 +97,7 @@ const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
                                                  {"conv.integer_mma", 9},
                                                  {"conv.separable_sliding", 9},
                                                  {"conv.separable_column_first", 9},
+                                                 {"conv.separable_row_mma", 9},
                                                  {"conv.shuffle_window", 3},
                                                  {"conv.packed_window", 3},
                                                  {"conv.shuffle_ring", 9}};
