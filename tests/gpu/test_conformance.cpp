@@ -321,7 +321,8 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.shuffle_ring", &up_to_9x9},            {"conv.box_sliding_sums", &is_box},
     {"conv.box_warp_scan", &is_box},              {"conv.box_warp_ring", &is_box_up_to_9_wide_area_256},
     {"conv.packed_window", &packs_into_16_bits},    {"conv.separable_column_first", &separable_up_to_9x9},
-    {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9}};
+    {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9},
+    {"conv.separable_row_mma", &separable_up_to_9x9}};
 
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {
