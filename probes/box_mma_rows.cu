@@ -35,6 +35,22 @@
 // store, ran 310 per row (124.0 us). What would be left to try: a shared-memory layout in which one
 // 16-byte read gives the four A registers in mma.sync's order (it costs bank conflicts on the
 // planes' stores), accumulators started at zero (RZ) with the +40 folded into the rounding.
+// The other order, as a whole variant (2026-11-28, not landed): conv.separable_row_mma's walk with
+// the row sums first, on the input bytes (a warp per 64-element band in 16-row chunks, one
+// u8 x s8 MMA per 32-byte window against a 0/1 band, 1 to 4 windows for boxes up to 31x31), the
+// row sums as 16-bit halves into a per-warp ring, the column sums slid down it (V + entering -
+// leaving, packed two to a word where the area is at most 256), every box, border and format. It
+// passed the conformance and exact box suites (1015 GPU tests) but ran, tuned (klab tune, then
+// klab-bench, L2 flushed, medians of 3; copy 47.5 us): box3 120.8 us, box9 120.4 us, box31 271.9 us,
+// against conv.box_warp_ring's 66.1 and 77.0 and conv.box_warp_scan's 132.4 in the same run (a
+// first form with 32-bit row sums and a wrapping ring: 134.4, 134.3, 297.6). Nsight Compute on box9
+// (128x1, 4 chunks): 53.6 M warp instructions, 551 per chunk of 1024 outputs (the column pass 194,
+// the row pass 175: per pair of tiles 8 shared reads, 2 IMMAs, 4 packs and 8 shared stores for the
+// entering rows and the ring, plus their addresses), issue slots 49% busy, 1.4 eligible warps of 5.5
+// per scheduler, the memory pipes 82% busy: each row sum makes a round trip through shared memory
+// between the MMA's layout and the column pass's, and that traffic, not the arithmetic the tensor
+// cores take over, sets the time. 80 registers and 8.7 KB of shared memory per warp left 37.5%
+// occupancy; box31's four windows per tile quadruple the row pass's shared reads.
 #include <cstdint>
 #include <cstdio>
 
