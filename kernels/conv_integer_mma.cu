@@ -24,7 +24,7 @@
 // Exactness: every product of a byte and a digit, and every s32 sum (at most 81 * 255 * 128 < 2^22
 // per digit), is exact. Each sum S starts at the bit pattern of 1.5 * 2^23, so the float with the
 // accumulator's bits is 1.5 * 2^23 + S exactly (integer_digits.hpp's combine_digits() recombines the
-// three with two roundings, the same values as subtracting the bias first). The result differs from
+// three with two roundings, the bias folded into its first FMA). The result differs from
 // the mask's exact correlation by at most E * (the sum of the pixels under the mask), E =
 // max |c - Q 2^-e| (about 2^-24 of the largest |c|) plus the two roundings' share (2^-23 of
 // it): coefficient_error() returns E, and verification widens its tie bound by it
@@ -118,9 +118,9 @@ MaskDigits mask_digits(const Mask& mask) {
         largest_q = std::max(largest_q, std::fabs(static_cast<double>(q)));
     }
     if (largest_q == 0.0) return {scale, 0.0};  // a mask of zeros: every sum is exactly 0
-    // fl(fl(S2 * 2^16 + S1 * 2^8) + S0): two roundings of at most 2^-24 of sums of |q2 2^16 + q1 2^8|
-    // <= |Q| + 128 and of |q0| <= 128 times each pixel, then the exact product by 2^-e.
-    const double rounding_error = std::ldexp(1.0001 * (largest_q + 128.0) * 0x1p-23 + 128.0 * 0x1p-24, -e);
+    // combine_digits(): two roundings, at most 1.002 * 2^-23 of the larger of |S2 2^16 + S1 2^8| and
+    // |S|, each at most (|Q| + 128) times the sum of the pixels; then the exact product by 2^-e.
+    const double rounding_error = std::ldexp(1.002 * (largest_q + 128.0) * 0x1p-23, -e);
     return {scale, digit_error + rounding_error};
 }
 

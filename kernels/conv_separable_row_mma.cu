@@ -14,7 +14,7 @@
 //     warp's input buffer in shared memory when chunk k + 1 starts;
 //   - row pass: 24 MMAs per chunk (8 tiles of 8 elements x 3 digits), each digit's sum starting at
 //     the bits of 1.5 * 2^23, so that the float with the accumulator's bits is 1.5 * 2^23 + S; the
-//     three sums become S2 * 2^16 + S1 * 2^8 + S0 in four fp32 instructions (two roundings) and go
+//     three sums become S2 * 2^16 + S1 * 2^8 + S0 in three fp32 instructions (two roundings) and go
 //     into the warp's ring of row results: three slots of 8 rows, the chunk's rows g into slot
 //     2k mod 3, rows g + 8 into slot 2k + 1 mod 3, so that no lane's address wraps;
 //   - column pass, 2R rows behind: each lane owns 2 columns of the band, reads the 16 + 2R ring rows
@@ -63,7 +63,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/error.hpp"
 #include "harness/image.hpp"
 #include "harness/kernel_launch.hpp"
 #include "harness/mask.hpp"
@@ -155,12 +154,7 @@ __device__ __noinline__ void load_chunk_bordered(ImageView<const std::uint8_t> i
     constexpr int kRowsAtOnce = 4;
     int source[kLaneColumns];  // the byte of a stored row that column lane + 32c reads; < 0: the constant border
 #pragma unroll
-    for (int c = 0; c < kLaneColumns; ++c) {
-        const int e = first_byte + lane + 32 * c;
-        const int x = e >= 0 ? e / S : -((-e + S - 1) / S);  // floor(e / S)
-        const int sx = border_index(x, in.shape.width, border.mode);
-        source[c] = sx < 0 ? -1 : sx * S + (e - x * S);
-    }
+    for (int c = 0; c < kLaneColumns; ++c) source[c] = source_element<S>(first_byte + lane + 32 * c, in.shape.width, border.mode);
 #pragma unroll 1
     for (int r0 = 0; r0 < kChunkRows; r0 += kRowsAtOnce) {
         std::uint8_t bytes[kRowsAtOnce][kLaneColumns];
@@ -398,14 +392,14 @@ __global__ void __launch_bounds__(kBlockSides.back(), 3)
 // error E of docs/numeric-contract.md. Why E bounds the error (r, c: the fp32 factors; e_sep:
 // max |r_i c_j - m_ij|; Q_i = round(r_i 2^e), d = max |Q_i 2^-e - r_i|; p: the pixels):
 //   the row pass computes V_j = sum_i Q_i p_ij exactly; the two roundings of its combination give
-//   v_j with |v_j - V_j| <= 2^-23 (1 + 2^-24) sum_i (|Q_i| + 128) p_ij (the first rounds
-//   S2 2^16 + S1 2^8, of magnitude <= sum (|Q_i| + 128) p_ij, the second v_j itself);
+//   v_j with |v_j - V_j| <= 1.002 * 2^-23 sum_i (|Q_i| + 128) p_ij (combine_digits()' bound:
+//   |S2 2^16 + S1 2^8| and |V_j| are at most sum (|Q_i| + 128) p_ij);
 //   the column pass out = sum_j c_j 2^-e v_j (1 + b_j), |b_j| <= gamma_h (an h-tap FMA chain);
 //   so out - sum m p = sum_j c_j 2^-e (v_j - V_j)(1 + b_j) + sum_j c_j 2^-e V_j b_j
 //                      + sum_ij (c_j Q_i 2^-e - m_ij) p_ij,
 //   where |c_j Q_i 2^-e - m_ij| <= max|c| d + e_sep and sum_j |c_j 2^-e V_j| <= sum |m p| +
 //   (max|c| d + e_sep) sum p. With gamma_h <= gamma_{wh} (the verifier's term for sum |m p|):
-//   E = (1 + gamma_h) (e_sep + max|c| (d + 2^-23 (1 + 2^-24) 2^-e (max|Q| + 128))).
+//   E = (1 + gamma_h) (e_sep + max|c| (d + 1.002 * 2^-23 2^-e (max|Q| + 128))).
 template <int R, int S>
 struct RowDigits {
     RowMmaArgs<R, S> args{};
@@ -443,7 +437,7 @@ RowDigits<R, S> row_digits(const Mask& mask) {
     const SeparableFactors factors = *separable_variant_factors(mask);
     const double e_sep = separable_coefficient_error(mask, factors);
     const double h_u = mask.height() * std::ldexp(1.0, -24);
-    const double rounding = std::ldexp(1.0, -23) * (1.0 + std::ldexp(1.0, -24)) * std::ldexp(largest_q + 128.0, -scale.exponent);
+    const double rounding = 1.002 * std::ldexp(1.0, -23) * std::ldexp(largest_q + 128.0, -scale.exponent);
     const double e = (1.0 + h_u / (1.0 - h_u)) * (e_sep + largest_c * (digit_error + rounding));
     out.coefficient_error = e == 0.0 ? 0.0 : std::nextafter(e, std::numeric_limits<double>::infinity());
     return out;

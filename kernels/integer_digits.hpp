@@ -1,7 +1,8 @@
 // What the variants on the integer tensor cores (conv.integer_mma, conv.separable_row_mma) share:
 // coefficients as integer multiples of 2^-e in three balanced signed 8-bit digits, the u8 x s8 MMA,
-// the biased accumulators whose bits read back as floats, and a byte of the input by the border
-// rule.
+// the biased accumulators whose bits read back as floats, and where the border rule takes an input
+// byte from (bordered_byte() reads it: conv.integer_mma's edge tiles; conv.separable_row_mma's
+// edge bands map their columns once with source_element()).
 //
 // A coefficient c becomes Q = round(c * 2^e), e chosen so that the largest |Q| just fits three
 // digits, Q = q2 * 65536 + q1 * 256 + q0 (each q in -128..127). Each digit's sum S of bytes times
@@ -79,13 +80,27 @@ __device__ __forceinline__ void mma_u8s8_from(int (&d)[4], const std::uint32_t (
 #endif
 }
 
-// S2 * 2^16 + S1 * 2^8 + S0 from the three biased accumulators (bits of 1.5 * 2^23 + S each, |S|
-// < 2^22), rounded twice: the first FMA is exact (S2 * 2^16 - 1.5 * 2^31 = 2^16 (S2 - 3 * 2^14),
-// 23 bits times a power of 2), the second rounds S2 * 2^16 + S1 * 2^8, the last add the whole sum.
+// S2 * 2^16 + S1 * 2^8 + S0 from the three biased accumulators (bits of b + S each, b = 1.5 * 2^23,
+// |S| < 2^22) in three instructions, rounded twice:
+//   high  = (b + S2) 2^16 - 257 b           = 2^16 (S2 - 49344), exact (24 bits times 2^16);
+//   upper = (b + S1) 2^8 + high              = S2 2^16 + S1 2^8 - b, rounded;
+//   out   = (b + S0) + upper                 = the sum, rounded.
+// upper is a multiple of 2^8, so it is exact below 2^32 and rounds only where |S2 2^16 + S1 2^8| >=
+// 2^32 - b, where b is at most 0.3% of it: |out - sum| <= 2^-24 (1.003 |S2 2^16 + S1 2^8| (1 + 2^-24)
+// + |sum|) <= 1.002 * 2^-23 * max(|S2 2^16 + S1 2^8|, |sum|).
 __device__ __forceinline__ float combine_digits(std::int32_t acc2, std::int32_t acc1, std::int32_t acc0) {
-    const float high = fmaf(__int_as_float(acc2), 65536.0f, -kBias * 65792.0f);  // S2 2^16 - 256 * bias
-    const float upper = fmaf(__int_as_float(acc1), 256.0f, high);                 // + (bias + S1) * 256
-    return upper + (__int_as_float(acc0) - kBias);
+    const float high = fmaf(__int_as_float(acc2), 65536.0f, -kBias * 65793.0f);  // exact: 197379 * 2^22
+    const float upper = fmaf(__int_as_float(acc1), 256.0f, high);
+    return __int_as_float(acc0) + upper;
+}
+
+// The byte of a stored row that element e of a row (S bytes per pixel, e < 0 or past the row
+// allowed) reads by the border rule, or -1 where a constant border gives its value.
+template <int S>
+__device__ __forceinline__ int source_element(int e, int width, BorderMode mode) {
+    const int x = e >= 0 ? e / S : -((-e + S - 1) / S);  // floor(e / S)
+    const int sx = border_index(x, width, mode);
+    return sx < 0 ? -1 : sx * S + (e - x * S);
 }
 
 // Byte e of stored row sy (already mapped; < 0 for a constant border's row), its pixel mapped by
@@ -93,10 +108,8 @@ __device__ __forceinline__ float combine_digits(std::int32_t acc2, std::int32_t 
 template <int S>
 __device__ std::uint8_t bordered_byte(const ImageView<const std::uint8_t>& in, int e, int sy, int plane, Border border) {
     if (sy < 0) return border.value;
-    const int x = e >= 0 ? e / S : -((-e + S - 1) / S);  // floor(e / S)
-    const int sx = border_index(x, in.shape.width, border.mode);
-    if (sx < 0) return border.value;
-    return in.row(sy, plane)[sx * S + (e - x * S)];
+    const int source = source_element<S>(e, in.shape.width, border.mode);
+    return source < 0 ? border.value : in.row(sy, plane)[source];
 }
 
 // Throws unless `device` has the 8-bit mma.sync (compute capability 8.0 or later).
