@@ -40,9 +40,10 @@
 // overlapping windows into each MMA's four operand registers), issue slots 54% busy, the tensor
 // pipe 38%, 111 registers: 16 warps per SM (24.5% achieved occupancy), stalled mostly on the
 // IMMA chains' fixed latency.
-// 2026-11-28: the three digit sums recombined by integer_digits.hpp's combine_digits() (5 fp32
-// instructions per output instead of 7, the same values), shared with conv.separable_row_mma; not
-// timed on its own, the committed run has the figure.
+// 2026-11-28: the three digit sums recombined by integer_digits.hpp's combine_digits(), shared with
+// conv.separable_row_mma: 5 fp32 instructions per output instead of 7, then 4 with the
+// accumulators' bias folded into its first FMA (the same values up to the bound in the header);
+// not timed on their own, the committed runs have the figures.
 // Tried and dropped: ldmatrix (one instruction per operand) from two copies of the tile shifted
 // by 8 bytes, fed by 4-byte cp.async since a 9x9 RGB window starts 4 bytes off a 16-byte boundary:
 // 430 us, 236 M instructions (the copies cost more than ldmatrix saves); with its steps unrolled
