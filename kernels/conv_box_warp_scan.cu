@@ -75,6 +75,15 @@
 // read are unused, as every byte is the border's value): box9 130.5 us, box31 189.7 us, HD box9
 // 44.0 us, against 119.9 / 171.0 / 33.0 us for this file in the same run (the schedule the compiler
 // chose changed with it; not analysed further).
+// L2 eviction priorities, dropped (H200, 2026-11-29; scripts/gpu-experiment.sh, klab tune on 8K RGB
+// AoS box9 and box31, then klab-bench, L2 flushed, medians of 5): the entering rows and the strip's
+// first rows loaded as evict_last (each is read again as a leaving row) and the leaving rows as
+// evict_first (createpolicy, ld.global.nc.L2::cache_hint): box31 133.8 us, box9 101.4 us, against
+// 131.8 / 100.2 for this file in the same run. Nsight Compute (clocks not locked) read 177.2 MB
+// from DRAM on box31 against 171.3 MB (1.72x the image): a priority does not make room. The rows
+// still to be read as leaving rows are about 16 KB per resident warp, some 50 MB in all, against a
+// 60 MB L2 that the output's stores pass through. Strips of 128 rows beside 16 to 64, with the
+// same hints: the tuner kept 32 (134.0 / 101.4 us).
 #include <algorithm>
 #include <array>
 #include <cstdint>

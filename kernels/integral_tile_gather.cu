@@ -76,6 +76,18 @@
 // 31.2 us (24.2), 8K RGB 312.4 us (306.9); Nsight on 8K gray: 116.8 us, DRAM 54%, 43% achieved
 // occupancy. The reads of the image then share DRAM with the writes, and the tuner preferred the
 // longest lead, the nearest to two phases.
+// Where the time goes (H200, 2026-11-29; Nsight Compute with the clocks not locked, 8K gray u64,
+// 32x8): with L2 flushed before each kernel, the tile sums take 12.4 to 12.7 us (33.2 MB read, 2.6
+// TB/s) and the gather and output 85.0 us. Without the flush, as in a run, they take 13.3 to 13.8
+// and 80.7 to 81.9 us, and the second kernel reads 19.4 MB from DRAM: about 59% of the image leaves
+// L2 between its two reads despite the hints.
+// Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
+// klab-bench, L2 flushed, medians of 5): each warp's first 8, 16 or 32 rows of the image prefetched
+// into L2 (cp.async.bulk.prefetch.L2, evict_last) before the gather, so that the second read would
+// come from DRAM while no tile writes yet. 8K gray u64 96.3, 96.1 and 95.6 us against 95.1 for this
+// file; 4K gray u32 21.1, 21.0 and 21.2 against 21.2; 8K RGB u64 305.6, 305.4 and 313.0 against
+// 304.0. The gather kernel's DRAM reads rose from 19.6 to 27.7 MB (16 rows): the prefetched lines
+// left L2 before their rows were reached.
 #include <cstddef>
 #include <cstdint>
 
