@@ -32,9 +32,10 @@
 //     the SMs, and each band adds a phase boundary).
 // What that says about the variant: its traffic in its pattern takes 87.8 us, 1.25x the copy
 // floor, of which the second read costs about 13 us (the L2 keeps less than half of the image
-// between the two kernels: Nsight read 19.4 MB from DRAM in the second, its sums included). The rest of the 95.1 us, about
-// 7 us, is the variant's own work: the gather before the first write, the scans and the staged
-// stores. Its 1.3x target (91.6 us at this floor) needs half of that 7 us gone, or no second read.
+// between the two kernels: Nsight read 19.4 MB from DRAM in the second, its sums included). The
+// rest of the 95.1 us, about 7 us, is the variant's own work: the gather before the first write,
+// the scans and the staged stores. Its 1.3x target (91.6 us at this floor) needs half of that
+// 7 us gone, or no second read.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -157,6 +158,17 @@ int run() {
         std::printf("%-68s %6.1f us  %.2f TB/s\n", what, us, bytes / us / 1e6);
     };
     const auto check = [](cudaStream_t s) { KLAB_CUDA_CHECK_LAUNCH(s); };
+    // The phases as launches: the first kernel's loop, and the table (written_by: a write_tiles
+    // instance) over the same tiles.
+    const auto sums = [&](cudaStream_t s, int first = 0, int count = kTilesX * kTilesY) {
+        sum_tiles<<<count, block, 0, s>>>(in, sink, first);
+        check(s);
+    };
+    using TableKernel = void (*)(ImageView<const std::uint8_t>, unsigned char*, int);
+    const auto table_of = [&](cudaStream_t s, TableKernel written_by, int first = 0, int count = kTilesX * kTilesY) {
+        written_by<<<count, block, 0, s>>>(in, table, first);
+        check(s);
+    };
     const double image_bytes = static_cast<double>(kImageBytes), table_bytes = static_cast<double>(kTableBytes);
     std::printf("8K gray (%zu bytes) -> u64 table (%zu bytes), tiles %d x %d of 256 px x 256 rows\n", kImageBytes, kTableBytes, kTilesX, kTilesY);
 
@@ -173,78 +185,49 @@ int run() {
         read_tiles<4, L2Hint::keep><<<tiles, block, 0, s>>>(in, sink);
         check(s);
     });
-    report("  the first kernel's loop (sum_rows_and_columns), no prefix or stores", image_bytes, [&](cudaStream_t s) {
-        sum_tiles<<<tiles, block, 0, s>>>(in, sink);
-        check(s);
-    });
+    report("  the first kernel's loop (sum_rows_and_columns), no prefix or stores", image_bytes, [&](cudaStream_t s) { sums(s); });
 
+    const double both_bytes = table_bytes + image_bytes;
     std::printf("the output:\n");
-    report("  the table in the tile pattern, nothing read", table_bytes, [&](cudaStream_t s) {
-        write_tiles<false><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
-    report("  the table, each image row read first (from DRAM: L2 flushed)", table_bytes + image_bytes, [&](cudaStream_t s) {
-        write_tiles<true><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
-
-    report("  the same, 4 rows in flight", table_bytes + image_bytes, [&](cudaStream_t s) {
-        write_tiles<true, 4><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
-    report("  the same, 2 rows in flight and an L2 prefetch 4 rows ahead", table_bytes + image_bytes, [&](cudaStream_t s) {
-        write_tiles<true, 2, 4><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
-    report("  the same, 2 rows in flight and an L2 prefetch 8 rows ahead", table_bytes + image_bytes, [&](cudaStream_t s) {
-        write_tiles<true, 2, 8><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
-    report("  the same, 2 rows in flight and an L2 prefetch 16 rows ahead", table_bytes + image_bytes, [&](cudaStream_t s) {
-        write_tiles<true, 2, 16><<<tiles, block, 0, s>>>(in, table);
-        check(s);
-    });
+    report("  the table in the tile pattern, nothing read", table_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<false>); });
+    report("  the table, each image row read first (from DRAM: L2 flushed)", both_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<true>); });
+    report("  the same, 4 rows in flight", both_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<true, 4>); });
+    report("  the same, 2 rows in flight and an L2 prefetch 4 rows ahead", both_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<true, 2, 4>); });
+    report("  the same, 2 rows in flight and an L2 prefetch 8 rows ahead", both_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<true, 2, 8>); });
+    report("  the same, 2 rows in flight and an L2 prefetch 16 rows ahead", both_bytes, [&](cudaStream_t s) { table_of(s, write_tiles<true, 2, 16>); });
 
     std::printf("both phases, one after the other (L2 flushed before the first):\n");
-    report("  the first kernel's loop, then the table with each image row read again", table_bytes + image_bytes, [&](cudaStream_t s) {
-        sum_tiles<<<tiles, block, 0, s>>>(in, sink);
-        check(s);
-        write_tiles<true><<<tiles, block, 0, s>>>(in, table);
-        check(s);
+    report("  the first kernel's loop, then the table with each image row read again", both_bytes, [&](cudaStream_t s) {
+        sums(s);
+        table_of(s, write_tiles<true>);
     });
-    report("  the same, the second read with an L2 prefetch 8 rows ahead", table_bytes + image_bytes, [&](cudaStream_t s) {
-        sum_tiles<<<tiles, block, 0, s>>>(in, sink);
-        check(s);
-        write_tiles<true, 2, 8><<<tiles, block, 0, s>>>(in, table);
-        check(s);
+    report("  the same, the second read with an L2 prefetch 8 rows ahead", both_bytes, [&](cudaStream_t s) {
+        sums(s);
+        table_of(s, write_tiles<true, 2, 8>);
     });
     // Bands of tile rows, each summed and then written before the next is read: each band's second
     // read finds more of it in L2.
     for (int bands : {2, 3, 4}) {
         char what[96];
         std::snprintf(what, sizeof what, "  the same in %d bands of tile rows (sums, table; sums, table; ...)", bands);
-        report(what, table_bytes + image_bytes, [&](cudaStream_t s) {
+        report(what, both_bytes, [&](cudaStream_t s) {
             for (int b = 0; b < bands; ++b) {
                 const int first = kTilesY * b / bands * kTilesX, end = kTilesY * (b + 1) / bands * kTilesX;
-                sum_tiles<<<end - first, block, 0, s>>>(in, sink, first);
-                check(s);
-                write_tiles<true><<<end - first, block, 0, s>>>(in, table, first);
-                check(s);
+                sums(s, first, end - first);
+                table_of(s, write_tiles<true>, first, end - first);
             }
         });
     }
-    report("  the first kernel's loop, then the table alone (no second read)", table_bytes + image_bytes, [&](cudaStream_t s) {
-        sum_tiles<<<tiles, block, 0, s>>>(in, sink);
-        check(s);
-        write_tiles<false><<<tiles, block, 0, s>>>(in, table);
-        check(s);
+    report("  the first kernel's loop, then the table alone (no second read)", both_bytes, [&](cudaStream_t s) {
+        sums(s);
+        table_of(s, write_tiles<false>);
     });
     // The copy floor of klab-bench's row: a copy of half the bytes that the row reads and writes.
     constexpr std::size_t kCopyBytes = (kTableBytes + kImageBytes) / 2;
     unsigned char *copy_from = nullptr, *copy_to = nullptr;
     KLAB_CUDA_CHECK(cudaMalloc(&copy_from, kCopyBytes));
     KLAB_CUDA_CHECK(cudaMalloc(&copy_to, kCopyBytes));
-    report("device-to-device copy of (table + image) / 2 bytes: the row's copy floor", table_bytes + image_bytes, [&](cudaStream_t s) {
+    report("device-to-device copy of (table + image) / 2 bytes: the row's copy floor", both_bytes, [&](cudaStream_t s) {
         KLAB_CUDA_CHECK(cudaMemcpyAsync(copy_to, copy_from, kCopyBytes, cudaMemcpyDeviceToDevice, s));
     });
     KLAB_CUDA_CHECK(cudaFree(copy_to));
