@@ -79,8 +79,8 @@
 // Where the time goes (H200, 2026-11-29; Nsight Compute with the clocks not locked, 8K gray u64,
 // 32x8): with L2 flushed before each kernel, the tile sums take 12.4 to 12.7 us (33.2 MB read, 2.6
 // TB/s) and the gather and output 85.0 us. Without the flush, as in a run, they take 13.3 to 13.8
-// and 80.7 to 81.9 us, and the second kernel reads 19.4 MB from DRAM: about 59% of the image leaves
-// L2 between its two reads despite the hints.
+// and 80.7 to 81.9 us, and the second kernel reads 19.4 MB from DRAM: at most 59% of the image leaves
+// L2 between its two reads despite the hints (those 19.4 MB include the sums).
 // Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
 // klab-bench, L2 flushed, medians of 5): each warp's first 8, 16 or 32 rows of the image prefetched
 // into L2 (cp.async.bulk.prefetch.L2, evict_last) before the gather, so that the second read would
@@ -88,6 +88,26 @@
 // file; 4K gray u32 21.1, 21.0 and 21.2 against 21.2; 8K RGB u64 305.6, 305.4 and 313.0 against
 // 304.0. The gather kernel's DRAM reads rose from 19.6 to 27.7 MB (16 rows): the prefetched lines
 // left L2 before their rows were reached.
+// When the tiles start writing (H200, 2026-11-29; a copy of this file that reads %globaltimer in each
+// block, 8K gray u64 at 32x8, one launch; the copy ran 100.2 us): the sums' blocks end 7.8 to 10.5 us
+// after the first one starts, and every gather's griddepcontrol.wait returns at 11.1 to 11.2 us. The
+// gathers then take 0.5 to 10.3 us (median 3.8): 1.4 us in the first row of tiles, 3.7 in the
+// ninth and 7.8 in the last, whose above and corner loads add three rounds of loads. 31 of the 510 tiles
+// write at 13 us, 265 at 15 us, 502 at 20 us.
+// Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
+// klab-bench, L2 flushed, medians of 5), each against this file in the same run:
+//   - a short gather, 1 load a row and 1 per row of tiles above: the last tile of each row of tiles
+//     to store its sums (a counter per row of tiles) scans the row's row sums into rowleft and its
+//     column prefixes into one image row of sums. 8K gray u64 112.2 us against 94.9, 4K gray u32
+//     26.3 against 21.2, 8K RGB 338.7 against 304.9. The scans in 17 blocks at the end of the first
+//     kernel took it from 13.7 to 33.1 us (Nsight Compute, clocks not locked);
+//   - the gather's parts overlapped: the warp's inside prefix loaded first, rowleft and above 16
+//     loads at a time, one barrier. 97.1 us against 95.1 for 8K gray, 21.2 against 21.0 for 4K gray,
+//     303.7 against 303.9 for 8K RGB. With the sums stored as evict_last, so that the gathers find
+//     them in L2: 99.7, 21.0 and 303.4 us, the second kernel's DRAM reads 19.6 -> 23.2 MB (the kept
+//     sums push out image lines); with rowleft 32 loads at a time as well: 99.8, 22.1 and 303.8 us.
+// So the gather ending sooner starts the writes sooner but ends later: the time before a tile's first
+// write is not what holds this variant above its 1.3x target (91.6 us at 8K gray's copy floor).
 #include <cstddef>
 #include <cstdint>
 
