@@ -29,6 +29,9 @@
 #              PROFILE's regex matches in one run of the variant, e.g. 2 with PROFILE=integral_tile,
 #              both kernels of integral.tile_gather, 1 with PROFILE=integral_tile_gather_kernel; the
 #              profile skips three runs' worth of them and takes one run's, each launch's figures).
+#              TIMELINE (arguments for scripts/timeline.py, e.g. '--names a,b,c --active b c'): the
+#              summary of the blocks' timestamps that a copy marked with probes/block_timeline.hpp
+#              prints, from the tuner's and the benchmark's logs (printed whenever a copy prints them)
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
 #            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
 set -uo pipefail
@@ -142,6 +145,16 @@ for problem in sorted(rows):
         ratio = f"{us / base:.3f}" if base else "-"
         print(f"{problem:40s} {variant:45s} {us:10.1f} {ratio:>10s}  {label}")
 PY
+
+# Copies marked with probes/block_timeline.hpp print one launch's blocks per process (tuner, bench):
+# summarised by scripts/timeline.py, with TIMELINE's arguments.
+read -r -a timeline_args <<<"${TIMELINE:-}"
+for log in "$OUT/tune.log" "$OUT/bench.log"; do
+  if [[ -f $log ]] && grep -q '^TL ' "$log"; then
+    echo "gpu-experiment: block timeline of $(basename "$log" .log)'s marked launch:"
+    python3 scripts/timeline.py "$log" "${timeline_args[@]}" 2>&1 | sed 's/^/  /'
+  fi
+done
 
 # Nsight Compute on one launch of each variant (the original and the copies), on its first row.
 if [[ -n ${PROFILE:-} ]]; then

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Summarise the per-block timestamps that probes/block_timeline.hpp prints.
+
+Each line "TL <tag> <block> <SM> <n> <mark 0> ... <mark 7>" (nanoseconds, %globaltimer; marks from
+n on are 0) gives when one block of a launch reached each of its n marks. For each tag this prints,
+in microseconds from the launch's earliest mark 0:
+  - each mark's spread over the blocks (min, 10th percentile, median, 90th percentile, max);
+  - each phase's duration (mark k-1 to mark k) over the blocks;
+  - with --active A B: how many blocks lie between mark A and mark B at moments across the launch
+    (e.g. how many tiles are writing);
+  - with --group N: each phase's median duration per group of N consecutive blocks (e.g. per row of
+    tiles, N = tiles per row);
+  - with --per-sm M: the SMs grouped by how many blocks they ran, and when each group's SMs saw
+    their last block reach mark M (an uneven share of blocks shows as a later end).
+Lines that do not start with "TL " are skipped, so a whole log can be given.
+
+Usage: python3 scripts/timeline.py LOG [--names start,waited,...] [--active A B] [--steps 20]
+       [--group N] [--per-sm M]
+"""
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+
+
+class Block:
+    def __init__(self, index, sm, marks):
+        self.index = index
+        self.sm = sm
+        self.marks = marks  # nanoseconds, one per mark
+
+
+def parse(lines):
+    """{tag: [[Block] per launch]} from the TL lines as block_timeline.hpp prints them: a launch's
+    lines one after another, block 0 first (a line of block 0 starts the tag's next launch). Raises
+    ValueError naming a line that is malformed or a block given twice in one launch."""
+    launches = defaultdict(list)
+    for number, line in enumerate(lines, 1):
+        if not line.startswith("TL "):
+            continue
+        fields = line.split()
+        try:
+            tag, index, sm, count = fields[1], int(fields[2]), int(fields[3]), int(fields[4])
+            values = [int(v) for v in fields[5:]]
+        except (IndexError, ValueError):
+            raise ValueError(f"line {number}: expected 'TL <tag> <block> <SM> <n> <marks...>', got {line.strip()!r}")
+        if not 1 <= count <= len(values):
+            raise ValueError(f"line {number}: {count} marks announced, {len(values)} given")
+        runs = launches[tag]
+        if not runs or index == 0:
+            runs.append([])
+        if any(b.index == index for b in runs[-1]):
+            raise ValueError(f"line {number}: block {index} of tag {tag} twice in one launch (each launch starts with block 0)")
+        runs[-1].append(Block(index, sm, values[:count]))
+    for tag, runs in launches.items():
+        for blocks in runs:
+            counts = {len(b.marks) for b in blocks}
+            if len(counts) != 1:
+                raise ValueError(f"tag {tag}: blocks of one launch with different numbers of marks ({sorted(counts)})")
+    return launches
+
+
+def spread(values):
+    """(min, p10, median, p90, max) of a list of numbers."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return (ordered[0],) * 5
+    deciles = statistics.quantiles(ordered, n=10, method="inclusive")
+    return ordered[0], deciles[0], statistics.median(ordered), deciles[-1], ordered[-1]
+
+
+def mark_index(name, names):
+    """A mark given by its name or its number."""
+    if name in names:
+        return names.index(name)
+    if name.isdigit() and int(name) < len(names):
+        return int(name)
+    raise ValueError(f"mark {name!r}: give one of {', '.join(names)} or its number (0 to {len(names) - 1})")
+
+
+def relative_us(blocks):
+    """The blocks with their marks in us after the earliest mark 0."""
+    origin = min(b.marks[0] for b in blocks)
+    return [Block(b.index, b.sm, [(m - origin) / 1000.0 for m in b.marks]) for b in blocks]
+
+
+def active_counts(blocks, first, last, moments):
+    """For each moment (us), the blocks that have reached mark `first` and not yet mark `last`."""
+    return [sum(1 for b in blocks if b.marks[first] <= t < b.marks[last]) for t in moments]
+
+
+def per_sm(blocks, mark):
+    """{blocks per SM: [the SM's latest `mark`, one per SM]}."""
+    latest = defaultdict(list)
+    for b in blocks:
+        latest[b.sm].append(b.marks[mark])
+    grouped = defaultdict(list)
+    for marks in latest.values():
+        grouped[len(marks)].append(max(marks))
+    return dict(grouped)
+
+
+def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None):
+    """The report of one tag, as a list of lines. Times in us from the earliest mark 0."""
+    marks = len(blocks[0].marks)
+    names = names[:marks] + [f"mark{k}" for k in range(len(names), marks)]
+    us = relative_us(blocks)
+    width = max(len(n) for n in names) * 2 + 4
+    lines = [f"{tag}: {len(us)} blocks on {len({b.sm for b in us})} SMs; us from the earliest {names[0]}",
+             f"  {'mark':{width}s} {'min':>8s} {'p10':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}"]
+    for k in range(marks):
+        lines.append(f"  {names[k]:{width}s}" + "".join(f" {v:8.2f}" for v in spread([b.marks[k] for b in us])))
+    for k in range(1, marks):
+        phase = f"{names[k - 1]} -> {names[k]}"
+        lines.append(f"  {phase:{width}s}" + "".join(f" {v:8.2f}" for v in spread([b.marks[k] - b.marks[k - 1] for b in us])))
+    if active:
+        first, last = (mark_index(a, names) for a in active)
+        end = max(b.marks[last] for b in us)
+        moments = [end * (i + 1) / steps for i in range(steps)]
+        counts = active_counts(us, first, last, moments)
+        lines.append(f"  blocks between {names[first]} and {names[last]}: "
+                     + ", ".join(f"{c} at {t:.1f}" for t, c in zip(moments, counts)))
+    if group:
+        groups = defaultdict(list)
+        for b in us:
+            groups[b.index // group].append(b)
+        lines.append(f"  median phase per group of {group} blocks: group, " + ", ".join(
+            f"{names[k - 1]} -> {names[k]}" for k in range(1, marks)))
+        for g in sorted(groups):
+            members = groups[g]
+            lines.append(f"  {g:5d}" + "".join(
+                f" {statistics.median(b.marks[k] - b.marks[k - 1] for b in members):8.2f}" for k in range(1, marks)))
+    if sm_mark is not None:
+        k = mark_index(sm_mark, names)
+        for count, ends in sorted(per_sm(us, k).items()):
+            lines.append(f"  SMs that ran {count} blocks: {len(ends)}, their last {names[k]} at median {statistics.median(ends):.2f},"
+                         f" max {max(ends):.2f}")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", help="a file holding TL lines (a whole log will do)")
+    parser.add_argument("--names", default="", help="the marks' names, comma-separated, in order")
+    parser.add_argument("--active", nargs=2, metavar=("A", "B"), help="count the blocks between marks A and B")
+    parser.add_argument("--steps", type=int, default=20, help="moments for --active (default 20)")
+    parser.add_argument("--group", type=int, help="per-group medians, N consecutive blocks a group")
+    parser.add_argument("--per-sm", metavar="M", help="when the SMs, grouped by their count of blocks, saw their last mark M")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or (args.group is not None and args.group < 1):
+        parser.error("--steps and --group take a count of 1 or more")
+    try:
+        with open(args.log, encoding="utf-8", errors="replace") as f:
+            launches = parse(f)
+        if not launches:
+            sys.exit(f"timeline: no 'TL ' line in {args.log} (did the marked launch run? see probes/block_timeline.hpp)")
+        names = [n for n in args.names.split(",") if n]
+        for tag, runs in sorted(launches.items()):
+            for number, blocks in enumerate(runs, 1):
+                title = tag if len(runs) == 1 else f"{tag} (launch {number} of {len(runs)})"
+                print("\n".join(summary(title, blocks, names, args.active, args.steps, args.group, args.per_sm)))
+    except (OSError, ValueError) as error:
+        sys.exit(f"timeline: {error}")
+
+
+if __name__ == "__main__":
+    main()
