@@ -35,6 +35,7 @@ def parse(lines):
     lines one after another, block 0 first (a line of block 0 starts the tag's next launch). Raises
     ValueError naming a line that is malformed or a block given twice in one launch."""
     launches = defaultdict(list)
+    seen = {}  # tag -> the block numbers of its current launch
     for number, line in enumerate(lines, 1):
         if not line.startswith("TL "):
             continue
@@ -49,8 +50,10 @@ def parse(lines):
         runs = launches[tag]
         if not runs or index == 0:
             runs.append([])
-        if any(b.index == index for b in runs[-1]):
+            seen[tag] = set()
+        if index in seen[tag]:
             raise ValueError(f"line {number}: block {index} of tag {tag} twice in one launch (each launch starts with block 0)")
+        seen[tag].add(index)
         runs[-1].append(Block(index, sm, values[:count]))
     for tag, runs in launches.items():
         for blocks in runs:
