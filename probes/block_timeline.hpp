@@ -8,12 +8,16 @@
 //   timeline::mark(k, on);           at phase boundary k (0 ... kMarks - 1), all threads of the block:
 //                                    thread 0 stores %globaltimer after a __syncthreads(), so the
 //                                    mark is when the whole block has got there
-//   timeline::finish("tag", n, on);  last statement of the launch's last kernel, all threads
+//   timeline::finish("tag", n, on);  last statement of the launch's last kernel: every thread of
+//                                    every block must reach it (no early return), or the count of
+//                                    finished blocks is wrong for every later launch
 // `on` must be the same for every block of a launch (e.g. "the 8K image at block 32x8"). A
 // variant's kernels that give the same block index to the same tile may each place marks. The
 // kPrintedLaunch-th launch of the process with `on` set prints, from its last block to finish, one
 // line per block:  TL <tag> <block> <SM> <n> <mark 0> ... <mark 7>  (nanoseconds; marks from n on
-// are 0); scripts/timeline.py summarises them. Only blocks below kMaxBlocks are recorded.
+// are 0; <SM>: where the block made its last mark, i.e. in the last kernel); scripts/timeline.py
+// summarises them. Only blocks below kMaxBlocks are recorded. Every block must make all n marks in
+// every marked launch: a mark it skips prints as 0 or as an earlier launch's time.
 // Cost: a barrier and a store per mark, a fence and an atomic per block at the end, and a few
 // registers: the copy of integral.tile_gather with six marks ran 99.6 us against 94.2 for the file
 // (8K gray u64, H200; probes/README.md has what it showed). Tested by tests/gpu/test_block_timeline.cu.

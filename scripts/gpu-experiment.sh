@@ -38,6 +38,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-build/gpu-experiment}
 mkdir -p "$OUT"
+rm -f "$OUT/tune.log" "$OUT/bench.log"  # a step that does not run leaves no earlier run's log to read
 export PATH="/usr/local/cuda/bin:$PATH"
 
 fail() {
@@ -148,13 +149,19 @@ PY
 
 # Copies marked with probes/block_timeline.hpp print one launch's blocks per process (tuner, bench):
 # summarised by scripts/timeline.py, with TIMELINE's arguments.
+# TIMELINE is split at blanks (no quoting inside it).
 read -r -a timeline_args <<<"${TIMELINE:-}"
+timelines=0
 for log in "$OUT/tune.log" "$OUT/bench.log"; do
   if [[ -f $log ]] && grep -q '^TL ' "$log"; then
+    timelines=$((timelines + 1))
     echo "gpu-experiment: block timeline of $(basename "$log" .log)'s marked launch:"
-    python3 scripts/timeline.py "$log" "${timeline_args[@]}" 2>&1 | sed 's/^/  /'
+    python3 scripts/timeline.py "$log" ${timeline_args[@]+"${timeline_args[@]}"} 2>&1 | sed 's/^/  /'
   fi
 done
+if [[ -n ${TIMELINE:-} && $timelines -eq 0 ]]; then
+  echo "gpu-experiment: TIMELINE given, but no copy printed a TL line (no marks, 'on' never true, or fewer than 3 marked launches in a process)"
+fi
 
 # Nsight Compute on one launch of each variant (the original and the copies), on its first row.
 if [[ -n ${PROFILE:-} ]]; then

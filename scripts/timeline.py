@@ -11,7 +11,9 @@ in microseconds from the launch's earliest mark 0:
   - with --group N: each phase's median duration per group of N consecutive blocks (e.g. per row of
     tiles, N = tiles per row);
   - with --per-sm M: the SMs grouped by how many blocks they ran, and when each group's SMs saw
-    their last block reach mark M (an uneven share of blocks shows as a later end).
+    their last block reach mark M (an uneven share of blocks shows as a later end). A line's SM is
+    where its block made its last mark: for a mark of an earlier kernel, the grouping is the last
+    kernel's.
 Lines that do not start with "TL " are skipped, so a whole log can be given.
 
 Usage: python3 scripts/timeline.py LOG [--names start,waited,...] [--active A B] [--steps 20]
@@ -47,6 +49,8 @@ def parse(lines):
             raise ValueError(f"line {number}: expected 'TL <tag> <block> <SM> <n> <marks...>', got {line.strip()!r}")
         if not 1 <= count <= len(values):
             raise ValueError(f"line {number}: {count} marks announced, {len(values)} given")
+        if 0 in values[:count]:
+            raise ValueError(f"line {number}: block {index} never reached mark {values.index(0)} (every block must make every mark)")
         runs = launches[tag]
         if not runs or index == 0:
             runs.append([])
@@ -118,6 +122,8 @@ def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None)
         lines.append(f"  {phase:{width}s}" + "".join(f" {v:8.2f}" for v in spread([b.marks[k] - b.marks[k - 1] for b in us])))
     if active:
         first, last = (mark_index(a, names) for a in active)
+        if first >= last:
+            raise ValueError(f"--active {active[0]} {active[1]}: the first mark must come before the second")
         end = max(b.marks[last] for b in us)
         moments = [end * (i + 1) / steps for i in range(steps)]
         counts = active_counts(us, first, last, moments)

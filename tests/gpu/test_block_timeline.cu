@@ -18,7 +18,12 @@ namespace {
 
 constexpr unsigned kGridX = 8, kGridY = 5;  // 40 blocks
 
+// x + kGridX * y of the block that timeline::block_index() numbered i (x must vary fastest: a row of
+// tiles is a run of consecutive blocks for scripts/timeline.py --group).
+__device__ unsigned numbered[kGridX * kGridY];
+
 __global__ void two_phases(bool on) {
+    if (timeline::first_thread()) numbered[timeline::block_index()] = blockIdx.x + kGridX * blockIdx.y;
     timeline::begin_launch(on);
     timeline::mark(0, on);
     unsigned long long start, now;  // a phase of 2 us (__nanosleep's time is only approximate)
@@ -44,6 +49,8 @@ timeline::Book read_book() {
 class BlockTimeline : public test::GpuTest {};
 
 TEST_F(BlockTimeline, MarksEveryBlockCountsMarkedLaunchesAndPrintsTheThird) {
+    static const timeline::Book fresh{};  // this process may have marked launches before (--gtest_repeat)
+    KLAB_CUDA_CHECK(cudaMemcpyToSymbol(timeline::book, &fresh, sizeof(fresh)));
     launch(true);
     launch(false);  // not counted
     launch(true);
@@ -59,6 +66,9 @@ TEST_F(BlockTimeline, MarksEveryBlockCountsMarkedLaunchesAndPrintsTheThird) {
         EXPECT_LT(book.sm[b], static_cast<unsigned>(sms)) << "block " << b;
     }
     EXPECT_EQ(book.at[kGridX * kGridY][0], 0ull) << "no block beyond the grid";
+    unsigned numbers[kGridX * kGridY] = {};
+    KLAB_CUDA_CHECK(cudaMemcpyFromSymbol(numbers, numbered, sizeof(numbers)));
+    for (unsigned i = 0; i < kGridX * kGridY; ++i) EXPECT_EQ(numbers[i], i) << "block_index() numbers blocks in x, then y";
 
     testing::internal::CaptureStdout();
     launch(true);  // the third marked launch

@@ -51,6 +51,10 @@ class ParseTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "line 1: .*" + message):
                 timeline.parse([bad])
 
+    def test_a_mark_never_made_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "line 2: block 1 never reached mark 1"):
+            timeline.parse([line(0, 0, 0, 1), f"TL demo 1 0 2 {T0} 0 0 0 0 0 0 0"])
+
     def test_a_block_twice_in_a_launch_is_an_error(self):
         with self.assertRaisesRegex(ValueError, "line 3: block 1 of tag demo twice"):
             timeline.parse([line(0, 0, 0, 1), line(1, 0, 0, 1), line(1, 0, 0, 1)])
@@ -107,6 +111,11 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(report[-2:], ["  SMs that ran 1 blocks: 1, their last written at median 5.00, max 5.00",
                                        "  SMs that ran 2 blocks: 2, their last written at median 38.50, max 44.00"])
 
+    def test_active_marks_out_of_order_are_an_error(self):
+        for active in [("written", "waited"), ("waited", "waited")]:
+            with self.assertRaisesRegex(ValueError, "the first mark must come before the second"):
+                timeline.summary("demo", self.blocks, ["start", "waited", "written"], active=active)
+
     def test_unknown_mark_is_an_error(self):
         with self.assertRaisesRegex(ValueError, "mark 'sent': give one of start, waited, written or its number"):
             timeline.summary("demo", self.blocks, ["start", "waited", "written"], active=("waited", "sent"))
@@ -126,13 +135,27 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("demo (launch 1 of 2): 4 blocks on 2 SMs", result.stdout)
         self.assertIn("demo (launch 2 of 2): 4 blocks on 2 SMs", result.stdout)
 
+    def test_every_report_from_the_command_line(self):
+        result = run(self.write(LAUNCH_1), "--names", "start,waited,written", "--active", "waited", "written", "--steps", "4",
+                     "--group", "2", "--per-sm", "written")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = result.stdout.splitlines()
+        self.assertIn("  blocks between waited and written: 3 at 11.0, 2 at 22.0, 1 at 33.0, 0 at 44.0", out)
+        self.assertIn("  SMs that ran 2 blocks: 2, their last written at median 38.50, max 44.00", out)
+        self.assertEqual(out[-3].split(), ["0", "1.00", "15.00"])
+        result = run(self.write(LAUNCH_1), "--active", "2", "1")
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.stderr.strip(), "timeline: --active 2 1: the first mark must come before the second")
+
     def test_no_lines_says_why(self):
         result = run(self.write(["nothing here"]))
         self.assertEqual(result.returncode, 1)
         self.assertIn("no 'TL ' line in", result.stderr)
 
     def test_missing_file_and_bad_counts(self):
-        self.assertIn("No such file", run("/nonexistent/timeline.log").stderr)
+        missing = run("/nonexistent/timeline.log")
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("No such file", missing.stderr)
         result = run(self.write(LAUNCH_1), "--steps", "0")
         self.assertEqual(result.returncode, 2)
         self.assertIn("--steps and --group take a count of 1 or more", result.stderr)
