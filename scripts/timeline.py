@@ -57,13 +57,11 @@ def parse(lines):
             seen[tag] = set()
         if index in seen[tag]:
             raise ValueError(f"line {number}: block {index} of tag {tag} twice in one launch (each launch starts with block 0)")
+        if runs[-1] and count != len(runs[-1][0].marks):
+            raise ValueError(f"line {number}: blocks of one launch of tag {tag} with different numbers of marks "
+                             f"({len(runs[-1][0].marks)} and {count})")
         seen[tag].add(index)
         runs[-1].append(Block(index, sm, values[:count]))
-    for tag, runs in launches.items():
-        for blocks in runs:
-            counts = {len(b.marks) for b in blocks}
-            if len(counts) != 1:
-                raise ValueError(f"tag {tag}: blocks of one launch with different numbers of marks ({sorted(counts)})")
     return launches
 
 

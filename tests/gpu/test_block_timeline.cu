@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "harness/cuda_check.hpp"
 #include "probes/block_timeline.hpp"
