@@ -16,6 +16,17 @@
 //      first kernel has finished, so there are no status flags and no waiting), then each warp
 //      starts its column carry at out(x, 32w + y0 - 1) and writes its rows as integral.lookback's
 //      pass 2 does (the image again, from L2; staged 512-byte streaming stores).
+// Cached rows (gray, u64 output): each warp copies the last 16 of its 32 rows of the image into
+// shared memory by cp.async as soon as its block starts, while they are still in L2, and its walk
+// reads them from there; the tile sums keep only the first 16 rows' lines in L2 (evict_last), the
+// others load under the default policy. A warp reads its rows one by one while the tiles write
+// 265 MB of output, and its late rows had mostly left L2 by then: Nsight Compute read 19.5 MB from
+// DRAM in the second kernel without the cache, 7.9 MB with it. The gray kernels prefer the largest
+// shared-memory carveout (prefer_shared_memory_for_gray() says why). H200, 2026-11-29 (copies of
+// this file, scripts/gpu-experiment.sh, klab tune, then klab-bench, L2 flushed, medians of 5),
+// against this file before, in the same runs: 8K gray u64 86.2 us against 94.4 (1.23x the copy
+// floor); the cache alone 93.4 (94.3), with the carveout 90.7, with the split hints 86.2 (the
+// others' lines under evict_first: 87.0); 4K gray u32 21.3 against 20.9 (no cache: it is u32).
 // What it adds over integral.lookback: no look-back. The look-back's round trips to L2 (publish,
 // wait on the predecessors' flags, read their values, publish again: twice per tile) ran while
 // other tiles were already writing their output; the globaltimer of each block on the H200 put
@@ -32,8 +43,9 @@
 // (at most 2^17 * 255, 32 * 2^17 * 255 and 256 * 512 * 255); corner, above and the carries use the
 // output's type, which DESIGN.md's rule picks so that no sum of the image overflows it.
 // Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
-// loads and staged stores only where rows are aligned for them), any size. Block 32 x N, N from 1
-// to 16. Scratch: the sums (scratch_bytes()).
+// loads, cached rows and staged stores only where rows are aligned for them), any size. Block 32 x N,
+// N from 1 to 16. Scratch: the sums (scratch_bytes()). Shared memory: the staging areas, and 4 KB a
+// warp of cached rows for gray u64 (4 blocks of 32x8 fit an SM of 228 KB).
 // Concurrency: each plan owns its scratch, so plans on different streams may run at once; two
 // launches of one plan share it and must not overlap (launch a plan on one stream at a time).
 // Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
@@ -92,8 +104,8 @@
 // block, 8K gray u64 at 32x8, one launch; the copy ran 100.2 us): the sums' blocks end 7.8 to 10.5 us
 // after the first one starts, and every gather's griddepcontrol.wait returns at 11.1 to 11.2 us. The
 // gathers then take 0.5 to 10.3 us (median 3.8): 1.4 us in the first row of tiles, 3.7 in the
-// ninth and 7.8 in the last, whose above and corner loads add three rounds of loads. 31 of the 510 tiles
-// write at 13 us, 265 at 15 us, 502 at 20 us.
+// ninth and 7.8 in the last, whose above and corner loads add three rounds of loads. 31 of the 510
+// tiles write at 13 us, 265 at 15 us, 502 at 20 us.
 // Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
 // klab-bench, L2 flushed, medians of 5), each against this file in the same run:
 //   - a short gather, 1 load a row and 1 per row of tiles above: the last tile of each row of tiles
@@ -107,7 +119,8 @@
 //     them in L2: 99.7, 21.0 and 303.4 us, the second kernel's DRAM reads 19.6 -> 23.2 MB (the kept
 //     sums push out image lines); with rowleft 32 loads at a time as well: 99.8, 22.1 and 303.8 us.
 // So the gather ending sooner starts the writes sooner but ends later: the time before a tile's first
-// write is not what holds this variant above its 1.3x target (91.6 us at 8K gray's copy floor).
+// write is not what held this variant above its 1.3x target (91.6 us at 8K gray's copy floor); the
+// late rows' second read from DRAM was (cached rows, above).
 #include <cstddef>
 #include <cstdint>
 
@@ -133,6 +146,15 @@ template <int E>
 constexpr int kSumsRowGroup = E == 1 ? 8 : 4;
 constexpr int kGatherBatch = 8;  // predecessors' values loaded at once (independent loads in flight)
 constexpr int kMaxTileColumns = kWarp * 4 * 4;  // column values of the widest tile: 128 RGBA pixels
+// Gray tiles with a u64 output copy the last kCachedRows of each warp's 32 rows of the image into
+// shared memory as soon as their block starts, so that the walk does not read them late, after the
+// output's writes have pushed them out of L2. 16 rows is what fits beside the staging areas with 4
+// blocks of 32x8 per SM. A u32 output means an image of at most 2^32 / 255 pixels (16.8 MB), which
+// L2 keeps between the two reads without help (4K gray u32: 20.9 us without, 21.1 with).
+template <int E, class T>
+constexpr int kCachedRows = E == 1 && sizeof(T) == 8 ? 16 : 0;
+template <int E, class T>
+constexpr std::size_t kCacheBytesPerWarp = static_cast<std::size_t>(kCachedRows<E, T>) * kWarp * LaneRow<E>::kBytes;
 
 // The plan's scratch, each array at a multiple of 256 bytes:
 //   row_sums        u32 [tiles][tile_height][E]       each row's sum inside the tile
@@ -175,8 +197,11 @@ __device__ __forceinline__ void shared_add(std::uint64_t* target, std::uint64_t 
 // ---------------------------------------------------------------------------------------------
 // Kernel 1: the tile's sums
 
+// hinted_rows: the rows of each warp's 32 that the image's L2 lines are kept for (the gather reads
+// them again from L2); the others load under the default policy (the gather copies them early).
 template <int E>
-__global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(ImageView<const std::uint8_t> in, Sums sums, Grid g) {
+__global__ void __launch_bounds__(kWarp* kMaxWarps)
+    integral_tile_sums_kernel(ImageView<const std::uint8_t> in, Sums sums, Grid g, int hinted_rows) {
     constexpr int P = kPixelsPerLane<E>;
     constexpr int kLaneElements = P * E;
     extern __shared__ std::uint32_t warp_prefix[];  // [warps][tile_columns]
@@ -194,7 +219,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps) integral_tile_sums_kernel(Im
     std::uint32_t column_sum[kLaneElements];
     // The image's lines stay in L2 for the gather kernel, which reads them again.
     sum_rows_and_columns<E, kSumsRowGroup<E>, L2Hint::keep>(in, tile.plane, tile.y * g.tile_height + warp * kWarp,
-                                                             tile.x * g.tile_width + lane * P, lane, row_sum, column_sum);
+                                                             tile.x * g.tile_width + lane * P, lane, row_sum, column_sum, hinted_rows);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
 #pragma unroll
     for (int c = 0; c < E; ++c) sums.row_sums[row_base + c] = row_sum[c];
@@ -261,6 +286,34 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     const std::size_t whole_tile = static_cast<std::size_t>(warps - 1) * tile_columns;
 
     if (thread < E) corner[thread] = 0;
+
+    // The warp's last kCachedRows rows of the image into shared memory, each lane its own bytes of
+    // each row (8-byte cp.async, so that no lane reads another's), before the wait: the image is not
+    // the sums kernel's output. Only where every lane's bytes lie inside the image and are aligned.
+    constexpr int kCached = kCachedRows<E, T>;
+    constexpr int kFirstCached = kWarp - kCached;
+    const int y0 = tile.y * g.tile_height + warp * kWarp;
+    const int x0 = tile.x * g.tile_width + lane * P;
+    uint2* const cache = reinterpret_cast<uint2*>(shared_chunks + warps * kWarpSharedChunks<E, T>) + warp * kCached * kWarp;
+    bool cached = false;
+#if __CUDA_ARCH__ >= 800
+    if constexpr (kCached > 0) {
+        static_assert(LaneRow<E>::kBytes == sizeof(uint2), "a lane's bytes of a row are one 8-byte copy");
+        const bool lane_inside = y0 + kWarp <= in.shape.height && x0 + P <= in.shape.width;
+        const std::uint8_t* src = lane_inside ? in.row(y0 + kFirstCached, tile.plane) + x0 : nullptr;
+        cached = __all_sync(kFullMask, lane_inside && (reinterpret_cast<std::uintptr_t>(src) | in.pitch_bytes) % sizeof(uint2) == 0);
+        if (cached) {
+            const std::uint64_t policy = l2_policy<L2Hint::last_use>();
+#pragma unroll
+            for (int k = 0; k < kCached; ++k) {
+                const auto slot = static_cast<unsigned>(__cvta_generic_to_shared(cache + k * kWarp + lane));
+                asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(slot), "l"(src), "l"(policy) : "memory");
+                src += in.pitch_bytes;
+            }
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        }
+    }
+#endif
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the sums kernel has finished and its sums are visible
 #endif
@@ -320,18 +373,42 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
 
     uint4* stage = shared_chunks + warp * kWarpSharedChunks<E, T>;
     const bool strip_inside = (tile.x + 1) * g.tile_width <= g.width;
-    const int y0 = tile.y * g.tile_height + warp * kWarp;
-    for_each_row<E, kRowGroup, L2Hint::last_use>(in, tile.plane, y0, tile.x * g.tile_width + lane * P, [&](int r, const LaneRow<E>& row) {
+    const auto write_row = [&](int r, const LaneRow<E>& row) {
         const int y = y0 + r;
         if (y >= g.height) return;  // the same for the whole warp
         write_output_row<E, T>(row, r, rowleft, carry, out, tile.plane, y, tile.x, g, lane, stage, strip_inside);
-    });
+    };
+    if (!cached) {
+        for_each_row<E, kRowGroup, L2Hint::last_use>(in, tile.plane, y0, x0, write_row);
+        return;
+    }
+    if constexpr (kCached > 0) {
+#if __CUDA_ARCH__ >= 800
+        asm volatile("cp.async.wait_all;" ::: "memory");  // the lane's own copies have landed
+#endif
+        // The warp's rows lie inside the image (cached): the first ones step a pointer, as
+        // for_each_row does, the rest come from the cache.
+        const std::uint64_t policy = l2_policy<L2Hint::last_use>();
+        const std::size_t pitch = in.pitch_bytes;
+        const std::uint8_t* src = in.row(y0, tile.plane) + x0;
+        visit_rows<E, kRowGroup>(
+            [&](int r, LaneRow<E>& row) {
+                if (r < kFirstCached) {
+                    load_words<E, L2Hint::last_use>(src, row, policy);
+                    src += pitch;
+                } else {
+                    const uint2 bytes = cache[(r - kFirstCached) * kWarp + lane];
+                    row.w[0] = bytes.x, row.w[1] = bytes.y;
+                }
+            },
+            write_row);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The variant
 
-using SumsKernel = void (*)(ImageView<const std::uint8_t>, Sums, Grid);
+using SumsKernel = void (*)(ImageView<const std::uint8_t>, Sums, Grid, int);
 template <class T>
 using GatherKernel = void (*)(ImageView<const std::uint8_t>, ImageView<T>, Sums, Grid);
 
@@ -378,6 +455,19 @@ void enqueue_dependent_kernel(const KernelLaunch& launch, cudaStream_t stream, b
     KLAB_CUDA_CHECK_LAUNCH(stream);
 }
 
+// The dynamic shared memory of a gather block: the warps' staging areas and their cached rows.
+template <class T>
+std::size_t gather_shared_bytes(int elements, int warps) {
+    const std::size_t cache = by_channels<std::size_t>(elements, kCacheBytesPerWarp<1, T>, kCacheBytesPerWarp<3, T>, kCacheBytesPerWarp<4, T>);
+    return shared_bytes<T>(elements, warps) + cache * static_cast<std::size_t>(warps);
+}
+
+// The rows of each warp's 32 whose lines the tile sums keep in L2 for the gather: those it does not cache.
+template <class T>
+int rows_kept_in_l2(int elements) {
+    return kWarp - by_channels<int>(elements, kCachedRows<1, T>, kCachedRows<3, T>, kCachedRows<4, T>);
+}
+
 SumsKernel sums_kernel(int elements) {
     return by_channels<SumsKernel>(elements, &integral_tile_sums_kernel<1>, &integral_tile_sums_kernel<3>, &integral_tile_sums_kernel<4>);
 }
@@ -386,6 +476,25 @@ template <class T>
 GatherKernel<T> gather_kernel(int elements) {
     return by_channels<GatherKernel<T>>(elements, &integral_tile_gather_kernel<1, T>, &integral_tile_gather_kernel<3, T>,
                                         &integral_tile_gather_kernel<4, T>);
+}
+
+// The gray kernels run with the largest shared-memory carveout. The gather's cached rows make its
+// blocks need more shared memory than the carveout the driver picks for the tile sums, and an SM
+// cannot take a gather block (a programmatic dependent, placed while the sums run) until the
+// carveout changes: on the H200 the cache alone took 4K gray u32 from 21.0 to 34.7 us. With both
+// kernels at the largest carveout: 21.0. Colour keeps the driver's choice (8K RGB 300.8 -> 317.2 us
+// at the largest). Set once per process, at the first gray launch (kernels() stays free of CUDA
+// calls: the CPU tests call it).
+void prefer_shared_memory_for_gray() {
+    static const bool set = [] {
+        for (const void* kernel : {reinterpret_cast<const void*>(&integral_tile_sums_kernel<1>),
+                                   reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint32_t>),
+                                   reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint64_t>)}) {
+            KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+        }
+        return true;
+    }();
+    (void)set;
 }
 
 class IntegralTileGather final : public Variant {
@@ -410,10 +519,10 @@ public:
         KernelLaunch sums = make_launch(sums_kernel(g.elements), "integral_tile_sums_kernel", tiles, block_of(shape), prefix_bytes);
         if (needs_u64(problem)) {
             return {sums, make_launch(gather_kernel<std::uint64_t>(g.elements), "integral_tile_gather_kernel<u64>", tiles, block_of(shape),
-                                      shared_bytes<std::uint64_t>(g.elements, shape.block_y))};
+                                      gather_shared_bytes<std::uint64_t>(g.elements, shape.block_y))};
         }
         return {sums, make_launch(gather_kernel<std::uint32_t>(g.elements), "integral_tile_gather_kernel<u32>", tiles, block_of(shape),
-                                  shared_bytes<std::uint32_t>(g.elements, shape.block_y))};
+                                  gather_shared_bytes<std::uint32_t>(g.elements, shape.block_y))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
@@ -422,8 +531,11 @@ public:
         auto* base = plan.scratch_as<unsigned char>();  // s.bytes, allocated by prepare()
         const Sums sums{reinterpret_cast<std::uint32_t*>(base + s.row_sums), reinterpret_cast<std::uint32_t*>(base + s.column_prefixes)};
         const auto in = plan.buffers.input.view<const std::uint8_t>();
-        enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g);
-        if (needs_u64(plan.problem)) {
+        if (g.elements == 1) prefer_shared_memory_for_gray();
+        const bool u64 = needs_u64(plan.problem);
+        enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g,
+                       u64 ? rows_kept_in_l2<std::uint64_t>(g.elements) : rows_kept_in_l2<std::uint32_t>(g.elements));
+        if (u64) {
             enqueue_dependent_kernel(plan.kernels[1], stream, gather_waits_for_sums<std::uint64_t>(g.elements),
                                      gather_kernel<std::uint64_t>(g.elements), in, plan.buffers.output.view<std::uint64_t>(), sums, g);
         } else {

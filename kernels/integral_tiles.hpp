@@ -38,7 +38,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // integral.tile_gather reads the image twice, once per kernel: the tile sums load it as `keep`
 // (evict_last), so that the 33 MB of 8K gray are still in L2 for the gather's second read, which
 // loads them as `last_use` (evict_first). On the H200 the pair took 8K gray u64 from 99.8 to 95.8
-// us (the output's streaming stores no longer push the image out first).
+// us (the output's streaming stores no longer push the image out first). A walk may hint only its
+// first rows (for_each_row's hinted_rows): integral.tile_gather keeps the rows that its gather reads
+// late and copies the others into shared memory as soon as it starts.
 enum class L2Hint {
     none,      // the default policy
     keep,      // evict_last: a later kernel reads the same lines again
@@ -52,6 +54,15 @@ __device__ __forceinline__ std::uint64_t l2_policy() {
 #if __CUDA_ARCH__ >= 800
     if constexpr (Hint == L2Hint::keep) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
     if constexpr (Hint == L2Hint::last_use) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+
+// The default policy (evict_normal) as a value, for the rows of a walk past its hinted ones.
+__device__ __forceinline__ std::uint64_t l2_policy_normal() {
+    std::uint64_t policy = 0;
+#if __CUDA_ARCH__ >= 800
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
 #endif
     return policy;
 }
@@ -234,11 +245,13 @@ __device__ __forceinline__ void visit_rows(Load load, Visit visit) {
 // mapping each row through the border checks took about 23 instructions (Nsight Compute on the
 // tile sums; H200, integral.tile_gather with its hints: 8K gray u64 95.8 -> 94.2 us, 4K gray u32
 // 23.6 -> 20.4); the other warps map each row and word. StepInside = false: every warp maps (one copy
-// of the walk's code, for a kernel that cannot spare the registers). Every lane of the warp must
-// call it.
+// of the walk's code, for a kernel that cannot spare the registers). Rows r >= hinted_rows load under
+// the default policy instead of Hint. Every lane of the warp must call it.
 template <int E, int Group = kRowGroup, L2Hint Hint = L2Hint::none, bool StepInside = true, class Visit>
-__device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit) {
-    const std::uint64_t policy = l2_policy<Hint>();
+__device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit,
+                                             int hinted_rows = kWarp) {
+    const std::uint64_t hinted = l2_policy<Hint>();
+    const std::uint64_t later = Hint == L2Hint::none || hinted_rows >= kWarp ? hinted : l2_policy_normal();
     const bool lane_inside = y0 + kWarp <= in.shape.height && x0 + kPixelsPerLane<E> <= in.shape.width;
     const std::uint8_t* src = lane_inside ? in.row(y0, plane) + static_cast<std::size_t>(x0) * E : nullptr;
     const bool aligned = (reinterpret_cast<std::uintptr_t>(src) | in.pitch_bytes) % kWordsAlignment<E> == 0;
@@ -246,13 +259,15 @@ __device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>
         const std::size_t pitch = in.pitch_bytes;
         // visit_rows loads the rows in order, so one pointer stepped by the pitch follows them.
         visit_rows<E, Group>(
-            [&](int, LaneRow<E>& row) {
-                load_words<E, Hint>(src, row, policy);
+            [&](int r, LaneRow<E>& row) {
+                load_words<E, Hint>(src, row, r < hinted_rows ? hinted : later);
                 src += pitch;
             },
             visit);
     } else {
-        visit_rows<E, Group>([&](int r, LaneRow<E>& row) { load_lane_row<E, Hint>(in, plane, y0 + r, x0, row, policy); }, visit);
+        visit_rows<E, Group>(
+            [&](int r, LaneRow<E>& row) { load_lane_row<E, Hint>(in, plane, y0 + r, x0, row, r < hinted_rows ? hinted : later); },
+            visit);
     }
 }
 
@@ -267,7 +282,8 @@ __host__ __device__ constexpr std::uint32_t channel_bytes(int c, int i) {
 }
 
 // Pass 1 of a warp: the sums of its 32 rows (lane r keeps row r's, per channel) and of its lane's
-// columns over those rows (per lane element), through for_each_row<E, Group, Hint, StepInside>.
+// columns over those rows (per lane element), through for_each_row<E, Group, Hint, StepInside> (rows
+// from hinted_rows on under the default policy).
 // Few instructions per row: a lane's sum of a channel is one dp4a per word; the warp sums two rows
 // at once, one in each 16-bit half (a row's sum in a tile is at most 256 * 255 < 2^16); the column
 // sums are kept in 16-bit halves too, bytes 0 and 2 of each word in one register and bytes 1 and 3
@@ -275,7 +291,7 @@ __host__ __device__ constexpr std::uint32_t channel_bytes(int c, int i) {
 template <int E, int Group = kRowGroup, L2Hint Hint = L2Hint::none, bool StepInside = true>
 __device__ __forceinline__ void sum_rows_and_columns(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, int lane,
                                                      std::uint32_t (&row_sum)[E],
-                                                     std::uint32_t (&column_sum)[kPixelsPerLane<E> * E]) {
+                                                     std::uint32_t (&column_sum)[kPixelsPerLane<E> * E], int hinted_rows = kWarp) {
     constexpr int kWords = LaneRow<E>::kBytes / 4;
     constexpr std::uint32_t kEvenBytes = 0x00ff00ffu;
     std::uint32_t even[kWords], odd[kWords];
@@ -303,7 +319,7 @@ __device__ __forceinline__ void sum_rows_and_columns(const ImageView<const std::
                 if (lane == r) row_sum[c] = both >> 16;
             }
         }
-    });
+    }, hinted_rows);
 #pragma unroll
     for (int i = 0; i < kWords; ++i) {
         column_sum[4 * i] = even[i] & 0xffffu;
