@@ -23,10 +23,11 @@
 // 265 MB of output, and its late rows had mostly left L2 by then: Nsight Compute read 19.5 MB from
 // DRAM in the second kernel without the cache, 7.9 MB with it. The gray kernels prefer the largest
 // shared-memory carveout (prefer_shared_memory_for_gray() says why). H200, 2026-11-29 (copies of
-// this file, scripts/gpu-experiment.sh, klab tune, then klab-bench, L2 flushed, medians of 5),
-// against this file before, in the same runs: 8K gray u64 86.2 us against 94.4 (1.23x the copy
-// floor); the cache alone 93.4 (94.3), with the carveout 90.7, with the split hints 86.2 (the
-// others' lines under evict_first: 87.0); 4K gray u32 21.3 against 20.9 (no cache: it is u32).
+// this file, scripts/gpu-experiment.sh, klab tune, then klab-bench, L2 flushed, medians of 5; this
+// file before in brackets, from the same run): 8K gray u64 with all three 86.2 us (94.4), 1.23x the
+// copy floor; the same with the other rows' lines under evict_first 87.0 (94.4); without the split
+// hints 90.7 (94.4); in an earlier run the cache alone 93.4 and with the carveout 90.9 (94.3). 4K
+// gray u32, not cached, 21.3 (20.9).
 // What it adds over integral.lookback: no look-back. The look-back's round trips to L2 (publish,
 // wait on the predecessors' flags, read their values, publish again: twice per tile) ran while
 // other tiles were already writing their output; the globaltimer of each block on the H200 put
@@ -44,8 +45,10 @@
 // output's type, which DESIGN.md's rule picks so that no sum of the image overflows it.
 // Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
 // loads, cached rows and staged stores only where rows are aligned for them), any size. Block 32 x N,
-// N from 1 to 16. Scratch: the sums (scratch_bytes()). Shared memory: the staging areas, and 4 KB a
-// warp of cached rows for gray u64 (4 blocks of 32x8 fit an SM of 228 KB).
+// N from 1 to 16 (gray u64 at 32x16 needs 104 KB of shared memory a block: prepare() refuses it on
+// GPUs that give a block less). Scratch: the sums (scratch_bytes()). Shared memory: the staging
+// areas, and 4 KB a warp of cached rows for gray u64 (4 blocks of 32x8 fit an SM of 228 KB; code
+// built for GPUs before sm_80 reserves them unused).
 // Concurrency: each plan owns its scratch, so plans on different streams may run at once; two
 // launches of one plan share it and must not overlap (launch a plan on one stream at a time).
 // Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
@@ -149,8 +152,10 @@ constexpr int kMaxTileColumns = kWarp * 4 * 4;  // column values of the widest t
 // Gray tiles with a u64 output copy the last kCachedRows of each warp's 32 rows of the image into
 // shared memory as soon as their block starts, so that the walk does not read them late, after the
 // output's writes have pushed them out of L2. 16 rows is what fits beside the staging areas with 4
-// blocks of 32x8 per SM. A u32 output means an image of at most 2^32 / 255 pixels (16.8 MB), which
-// L2 keeps between the two reads without help (4K gray u32: 20.9 us without, 21.1 with).
+// blocks of 32x8 per SM. A u32 output means a plane of at most 2^32 / 255 pixels (16.8 MB), which L2
+// keeps between the two reads without help: 4K gray u32 with its rows cached too (and the carveout)
+// ran 21.8 us against 21.0 for this file before (H200, same run). SoA colour u32 (3 or 4 such
+// planes) was not measured.
 template <int E, class T>
 constexpr int kCachedRows = E == 1 && sizeof(T) == 8 ? 16 : 0;
 template <int E, class T>
@@ -217,7 +222,8 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps)
 
     std::uint32_t row_sum[E];
     std::uint32_t column_sum[kLaneElements];
-    // The image's lines stay in L2 for the gather kernel, which reads them again.
+    // The hinted rows' lines stay in L2 for the gather kernel, which reads them again (it copies the
+    // others into shared memory as it starts: kCachedRows).
     sum_rows_and_columns<E, kSumsRowGroup<E>, L2Hint::keep>(in, tile.plane, tile.y * g.tile_height + warp * kWarp,
                                                              tile.x * g.tile_width + lane * P, lane, row_sum, column_sum, hinted_rows);
     const std::size_t row_base = static_cast<std::size_t>(tile.index) * tile_rows + static_cast<std::size_t>(warp * kWarp + lane) * E;
@@ -478,13 +484,17 @@ GatherKernel<T> gather_kernel(int elements) {
                                         &integral_tile_gather_kernel<4, T>);
 }
 
-// The gray kernels run with the largest shared-memory carveout. The gather's cached rows make its
-// blocks need more shared memory than the carveout the driver picks for the tile sums, and an SM
-// cannot take a gather block (a programmatic dependent, placed while the sums run) until the
-// carveout changes: on the H200 the cache alone took 4K gray u32 from 21.0 to 34.7 us. With both
-// kernels at the largest carveout: 21.0. Colour keeps the driver's choice (8K RGB 300.8 -> 317.2 us
-// at the largest). Set once per process, at the first gray launch (kernels() stays free of CUDA
-// calls: the CPU tests call it).
+// The gray kernels (SoA colour planes included) run with the largest shared-memory carveout. With
+// the cached rows the gather needs more shared memory than the carveout the driver picks for the
+// tile sums (Nsight Compute: 196 KB against 100 KB). On the H200, in a trial that cached u32 rows
+// too, at the driver's carveouts, 4K gray u32 ran 34.7 us against 21.0 for this file before, and
+// 34.6 with the shared memory reserved but unused (8K gray u64: 96.9 against 94.3): our reading is
+// that the gather, a programmatic dependent, cannot place its blocks on an SM running the sums until
+// the SM changes its carveout. Both kernels at the largest: 21.8 and 90.9 us (same run). The u32
+// gather takes it too, like the sums kernel it shares (4K gray u32 without a cache: 21.0 us against
+// 21.3). Colour AoS keeps the driver's choice (8K RGB 300.8 -> 317.2 us at the largest). Set once
+// per process, at the first gray launch, on the device current then (a process that uses several
+// GPUs gets it on the first one only); kernels() stays free of CUDA calls (the CPU tests call it).
 void prefer_shared_memory_for_gray() {
     static const bool set = [] {
         for (const void* kernel : {reinterpret_cast<const void*>(&integral_tile_sums_kernel<1>),
