@@ -18,8 +18,9 @@
 //      pass 2 does (the image again, from L2; staged 512-byte streaming stores).
 // Cached rows (gray, u64 output): each warp copies the last 16 of its 32 rows of the image into
 // shared memory by cp.async as soon as its block starts, while they are still in L2, and its walk
-// reads them from there; the tile sums keep only the first 16 rows' lines in L2 (evict_last), the
-// others load under the default policy. A warp reads its rows one by one while the tiles write
+// reads them from there (integral_tiles.hpp: copy_rows_to_shared, for_each_row); the tile sums keep
+// only the first 16 rows' lines in L2 (evict_last), the others load under the default policy (all
+// 32 kept where the image's rows are not 8-byte aligned, as no warp copies then). A warp reads its rows one by one while the tiles write
 // 265 MB of output, and its late rows had mostly left L2 by then: Nsight Compute read 19.5 MB from
 // DRAM in the second kernel without the cache, 7.9 MB with it. The gray kernels prefer the largest
 // shared-memory carveout (prefer_shared_memory_for_gray() says why). H200, 2026-11-29 (copies of
@@ -126,6 +127,8 @@
 // late rows' second read from DRAM was (cached rows, above).
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -293,33 +296,16 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
 
     if (thread < E) corner[thread] = 0;
 
-    // The warp's last kCachedRows rows of the image into shared memory, each lane its own bytes of
-    // each row (8-byte cp.async, so that no lane reads another's), before the wait: the image is not
-    // the sums kernel's output. Only where every lane's bytes lie inside the image and are aligned.
+    // The warp's last kCachedRows rows of the image into shared memory (copy_rows_to_shared) before
+    // the wait: the image is not the sums kernel's output.
     constexpr int kCached = kCachedRows<E, T>;
-    constexpr int kFirstCached = kWarp - kCached;
     const int y0 = tile.y * g.tile_height + warp * kWarp;
     const int x0 = tile.x * g.tile_width + lane * P;
-    uint2* const cache = reinterpret_cast<uint2*>(shared_chunks + warps * kWarpSharedChunks<E, T>) + warp * kCached * kWarp;
-    bool cached = false;
-#if __CUDA_ARCH__ >= 800
+    uint2* lane_cache = nullptr;
     if constexpr (kCached > 0) {
-        static_assert(LaneRow<E>::kBytes == sizeof(uint2), "a lane's bytes of a row are one 8-byte copy");
-        const bool lane_inside = y0 + kWarp <= in.shape.height && x0 + P <= in.shape.width;
-        const std::uint8_t* src = lane_inside ? in.row(y0 + kFirstCached, tile.plane) + x0 : nullptr;
-        cached = __all_sync(kFullMask, lane_inside && (reinterpret_cast<std::uintptr_t>(src) | in.pitch_bytes) % sizeof(uint2) == 0);
-        if (cached) {
-            const std::uint64_t policy = l2_policy<L2Hint::last_use>();
-#pragma unroll
-            for (int k = 0; k < kCached; ++k) {
-                const auto slot = static_cast<unsigned>(__cvta_generic_to_shared(cache + k * kWarp + lane));
-                asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(slot), "l"(src), "l"(policy) : "memory");
-                src += in.pitch_bytes;
-            }
-            asm volatile("cp.async.commit_group;" ::: "memory");
-        }
+        lane_cache = reinterpret_cast<uint2*>(shared_chunks + warps * kWarpSharedChunks<E, T>) + warp * kCached * kWarp + lane;
+        copy_rows_to_shared<E, kCached, L2Hint::last_use>(in, tile.plane, y0, x0, lane_cache);
     }
-#endif
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the sums kernel has finished and its sums are visible
 #endif
@@ -384,31 +370,7 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
         if (y >= g.height) return;  // the same for the whole warp
         write_output_row<E, T>(row, r, rowleft, carry, out, tile.plane, y, tile.x, g, lane, stage, strip_inside);
     };
-    if (!cached) {
-        for_each_row<E, kRowGroup, L2Hint::last_use>(in, tile.plane, y0, x0, write_row);
-        return;
-    }
-    if constexpr (kCached > 0) {
-#if __CUDA_ARCH__ >= 800
-        asm volatile("cp.async.wait_all;" ::: "memory");  // the lane's own copies have landed
-#endif
-        // The warp's rows lie inside the image (cached): the first ones step a pointer, as
-        // for_each_row does, the rest come from the cache.
-        const std::uint64_t policy = l2_policy<L2Hint::last_use>();
-        const std::size_t pitch = in.pitch_bytes;
-        const std::uint8_t* src = in.row(y0, tile.plane) + x0;
-        visit_rows<E, kRowGroup>(
-            [&](int r, LaneRow<E>& row) {
-                if (r < kFirstCached) {
-                    load_words<E, L2Hint::last_use>(src, row, policy);
-                    src += pitch;
-                } else {
-                    const uint2 bytes = cache[(r - kFirstCached) * kWarp + lane];
-                    row.w[0] = bytes.x, row.w[1] = bytes.y;
-                }
-            },
-            write_row);
-    }
+    for_each_row<E, kRowGroup, L2Hint::last_use, true, kCached>(in, tile.plane, y0, x0, write_row, kWarp, lane_cache);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,9 +430,13 @@ std::size_t gather_shared_bytes(int elements, int warps) {
     return shared_bytes<T>(elements, warps) + cache * static_cast<std::size_t>(warps);
 }
 
-// The rows of each warp's 32 whose lines the tile sums keep in L2 for the gather: those it does not cache.
+// The rows of each warp's 32 whose lines the tile sums keep in L2 for the gather: those it does not
+// cache. Where the image's rows are not aligned for the copies (copy_rows_to_shared), no warp caches,
+// so all 32 are kept.
 template <class T>
-int rows_kept_in_l2(int elements) {
+int rows_kept_in_l2(const ImageView<const std::uint8_t>& in, int elements) {
+    const bool copies_aligned = ((reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % sizeof(uint2)) == 0;
+    if (!copies_aligned) return kWarp;
     return kWarp - by_channels<int>(elements, kCachedRows<1, T>, kCachedRows<3, T>, kCachedRows<4, T>);
 }
 
@@ -493,18 +459,23 @@ GatherKernel<T> gather_kernel(int elements) {
 // the SM changes its carveout. Both kernels at the largest: 21.8 and 90.9 us (same run). The u32
 // gather takes it too, like the sums kernel it shares (4K gray u32 without a cache: 21.0 us against
 // 21.3). Colour AoS keeps the driver's choice (8K RGB 300.8 -> 317.2 us at the largest). Set once
-// per process, at the first gray launch, on the device current then (a process that uses several
-// GPUs gets it on the first one only); kernels() stays free of CUDA calls (the CPU tests call it).
+// per device of the process, at its first gray launch (a cudaGetDevice and a lock per gray launch
+// after that); kernels() stays free of CUDA calls (the CPU tests call it).
 void prefer_shared_memory_for_gray() {
-    static const bool set = [] {
-        for (const void* kernel : {reinterpret_cast<const void*>(&integral_tile_sums_kernel<1>),
-                                   reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint32_t>),
-                                   reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint64_t>)}) {
-            KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-        }
-        return true;
-    }();
-    (void)set;
+    static std::mutex mutex;
+    static std::vector<bool> set_on;  // by device ordinal
+    int device = 0;
+    KLAB_CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto index = static_cast<std::size_t>(device);
+    if (index < set_on.size() && set_on[index]) return;
+    for (const void* kernel : {reinterpret_cast<const void*>(&integral_tile_sums_kernel<1>),
+                               reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint32_t>),
+                               reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint64_t>)}) {
+        KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    }
+    if (set_on.size() <= index) set_on.resize(index + 1, false);
+    set_on[index] = true;
 }
 
 class IntegralTileGather final : public Variant {
@@ -544,7 +515,7 @@ public:
         if (g.elements == 1) prefer_shared_memory_for_gray();
         const bool u64 = needs_u64(plan.problem);
         enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g,
-                       u64 ? rows_kept_in_l2<std::uint64_t>(g.elements) : rows_kept_in_l2<std::uint32_t>(g.elements));
+                       u64 ? rows_kept_in_l2<std::uint64_t>(in, g.elements) : rows_kept_in_l2<std::uint32_t>(in, g.elements));
         if (u64) {
             enqueue_dependent_kernel(plan.kernels[1], stream, gather_waits_for_sums<std::uint64_t>(g.elements),
                                      gather_kernel<std::uint64_t>(g.elements), in, plan.buffers.output.view<std::uint64_t>(), sums, g);

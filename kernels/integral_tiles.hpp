@@ -6,7 +6,8 @@
 // by 32 * N rows, warp w its rows 32w ... 32w + 31; lane l holds pixels l*P ... l*P + P - 1 of a
 // row. Pass 1 (for_each_row) visits the rows with the next kRowGroup rows' loads in flight (a warp
 // whose 32 rows and lanes all lie inside the image steps one pointer per lane; the others map each
-// row and word), each load under an L2 eviction hint that the variant picks. Pass 2
+// row and word), each load under an L2 eviction hint that the variant picks, and may take a warp's
+// last rows from a copy in shared memory made when its block started (copy_rows_to_shared). Pass 2
 // (write_output_row) turns a row into output: the lane's own prefix, a warp scan across the lanes,
 // the row's sum left of the tile, added into a running column carry; it stores the row through
 // shared memory so that one store instruction writes 512 contiguous bytes, as streaming stores
@@ -39,8 +40,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // (evict_last), so that the 33 MB of 8K gray are still in L2 for the gather's second read, which
 // loads them as `last_use` (evict_first). On the H200 the pair took 8K gray u64 from 99.8 to 95.8
 // us (the output's streaming stores no longer push the image out first). A walk may hint only its
-// first rows (for_each_row's hinted_rows): integral.tile_gather keeps the rows that its gather reads
-// late and copies the others into shared memory as soon as it starts.
+// first rows (for_each_row's hinted_rows): integral.tile_gather keeps the lines of the rows that its
+// gather loads again (each warp's first 16) and copies the others into shared memory as soon as it
+// starts (copy_rows_to_shared).
 enum class L2Hint {
     none,      // the default policy
     keep,      // evict_last: a later kernel reads the same lines again
@@ -238,6 +240,47 @@ __device__ __forceinline__ void visit_rows(Load load, Visit visit) {
     }
 }
 
+// Whether the warp's 32 rows from y0 lie inside the image and every lane's run of each row lies
+// inside the row, aligned for word loads: then the warp steps one pointer per lane (for_each_row)
+// and may keep rows in shared memory (copy_rows_to_shared). `src` becomes the lane's bytes of row y0
+// (null outside). The same answer in every lane; every lane of the warp must call it.
+template <int E>
+__device__ __forceinline__ bool warp_steps_inside(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0,
+                                                  const std::uint8_t*& src) {
+    const bool lane_inside = y0 + kWarp <= in.shape.height && x0 + kPixelsPerLane<E> <= in.shape.width;
+    src = lane_inside ? in.row(y0, plane) + static_cast<std::size_t>(x0) * E : nullptr;
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(src) | in.pitch_bytes) % kWordsAlignment<E> == 0;
+    return __all_sync(kFullMask, lane_inside && aligned);
+}
+
+// A warp's last CachedRows of its 32 rows (gray only: a lane's 8 bytes of a row are one 8-byte
+// cp.async), copied into shared memory as its block starts, while they are still in L2, and read
+// from there by for_each_row<..., CachedRows> instead of loaded late. `lane_cache` is the lane's
+// first slot: row r >= 32 - CachedRows at lane_cache[(r - (32 - CachedRows)) * 32]. Each lane copies
+// and reads only its own slots, so no barrier is needed. Only a warp that steps (warp_steps_inside)
+// copies, and only code for sm_80 or later (cp.async): the others leave the slots unused, and
+// for_each_row does not read them either. The copies load under `Hint` (nothing reads them again).
+template <int E, int CachedRows, L2Hint Hint = L2Hint::none>
+__device__ __forceinline__ void copy_rows_to_shared(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0,
+                                                    uint2* lane_cache) {
+#if __CUDA_ARCH__ >= 800
+    if constexpr (CachedRows > 0) {
+        static_assert(LaneRow<E>::kBytes == sizeof(uint2), "a lane's bytes of a row are one 8-byte copy");
+        const std::uint8_t* src = nullptr;
+        if (!warp_steps_inside<E>(in, plane, y0, x0, src)) return;
+        src += static_cast<std::size_t>(kWarp - CachedRows) * in.pitch_bytes;
+        const std::uint64_t policy = l2_policy<Hint>();
+#pragma unroll
+        for (int k = 0; k < CachedRows; ++k) {
+            const auto slot = static_cast<unsigned>(__cvta_generic_to_shared(lane_cache + k * kWarp));
+            asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(slot), "l"(src), "l"(policy) : "memory");
+            src += in.pitch_bytes;
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+#endif
+}
+
 // Calls visit(r, row) for the warp's rows r = 0 ... 31 of the tile (row y0 + r), in order, with the
 // lane's bytes of that row; the next Group rows' loads are in flight while a group is visited, under
 // the L2 hint Hint. A warp whose 32 rows lie inside the image and whose lanes' runs lie inside the
@@ -246,20 +289,34 @@ __device__ __forceinline__ void visit_rows(Load load, Visit visit) {
 // tile sums; H200, integral.tile_gather with its hints: 8K gray u64 95.8 -> 94.2 us, 4K gray u32
 // 23.6 -> 20.4); the other warps map each row and word. StepInside = false: every warp maps (one copy
 // of the walk's code, for a kernel that cannot spare the registers). Rows r >= hinted_rows load under
-// the default policy instead of Hint. Every lane of the warp must call it.
-template <int E, int Group = kRowGroup, L2Hint Hint = L2Hint::none, bool StepInside = true, class Visit>
+// the default policy instead of Hint. CachedRows > 0: a stepping warp takes its last CachedRows rows
+// from the shared-memory copy that copy_rows_to_shared<E, CachedRows> made at `lane_cache`, after
+// waiting for the lane's copies. Every lane of the warp must call it.
+template <int E, int Group = kRowGroup, L2Hint Hint = L2Hint::none, bool StepInside = true, int CachedRows = 0, class Visit>
 __device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit,
-                                             int hinted_rows = kWarp) {
+                                             int hinted_rows = kWarp, const uint2* lane_cache = nullptr) {
+    static_assert(CachedRows == 0 || LaneRow<E>::kBytes == sizeof(uint2), "cached rows: gray only (8 bytes a lane)");
     const std::uint64_t hinted = l2_policy<Hint>();
     const std::uint64_t later = Hint == L2Hint::none || hinted_rows >= kWarp ? hinted : l2_policy_normal();
-    const bool lane_inside = y0 + kWarp <= in.shape.height && x0 + kPixelsPerLane<E> <= in.shape.width;
-    const std::uint8_t* src = lane_inside ? in.row(y0, plane) + static_cast<std::size_t>(x0) * E : nullptr;
-    const bool aligned = (reinterpret_cast<std::uintptr_t>(src) | in.pitch_bytes) % kWordsAlignment<E> == 0;
-    if (StepInside && __all_sync(kFullMask, lane_inside && aligned)) {
+    const std::uint8_t* src = nullptr;
+    if (StepInside && warp_steps_inside<E>(in, plane, y0, x0, src)) {
         const std::size_t pitch = in.pitch_bytes;
+#if __CUDA_ARCH__ >= 800
+        constexpr int kFirstCached = kWarp - CachedRows;  // copy_rows_to_shared copied the rows from here on
+        if constexpr (CachedRows > 0) asm volatile("cp.async.wait_all;" ::: "memory");  // the lane's own copies have landed
+#else
+        constexpr int kFirstCached = kWarp;  // no copies without cp.async
+#endif
         // visit_rows loads the rows in order, so one pointer stepped by the pitch follows them.
         visit_rows<E, Group>(
             [&](int r, LaneRow<E>& row) {
+                if constexpr (kFirstCached < kWarp) {
+                    if (r >= kFirstCached) {
+                        const uint2 bytes = lane_cache[(r - kFirstCached) * kWarp];
+                        row.w[0] = bytes.x, row.w[1] = bytes.y;
+                        return;
+                    }
+                }
                 load_words<E, Hint>(src, row, r < hinted_rows ? hinted : later);
                 src += pitch;
             },

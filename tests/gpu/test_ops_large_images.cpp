@@ -1,6 +1,6 @@
 // Each sobel, integral and box variant once on an 8K image, the integral variants past u32 on 3
-// channels AoS and SoA, integral.lookback's look-back over more than one window of tiles (and
-// integral.tile_gather's gathers over as many tiles), and
+// channels AoS and SoA and on gray with aligned and odd pitches, integral.lookback's look-back over
+// more than one window of tiles (and integral.tile_gather's gathers over as many tiles), and
 // conv.box_integral where its u32 summed-area table wraps; verified exactly.
 #include <gtest/gtest.h>
 
@@ -162,6 +162,31 @@ TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
                     ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
                 }
             }
+            check_integral<std::uint64_t>(variant, c, shape);
+        }
+    }
+}
+
+// The integral variants past u32 on gray AoS images (4105x4104, white: the largest sums), with rows
+// aligned for integral.tile_gather's cached rows (8-byte copies of each warp's last 16 rows; the
+// partial tiles of the last tile column walk from global memory) and with an odd pitch (no warp
+// caches, and the tile sums keep all 32 rows of each warp in L2), on the default block and on an
+// awkward one (a different count of staging areas before the cache in shared memory).
+TEST_F(OpsLargeImages, IntegralVariantsU64OnGrayWithAlignedAndOddPitches) {
+    for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
+        const Variant& variant = Registry::instance().get(name);
+        for (const auto& [input_pitch, output_pitch, awkward] :
+             {std::tuple{PitchKind::allocator, PitchKind::odd, false}, std::tuple{PitchKind::allocator, PitchKind::tight, true},
+              std::tuple{PitchKind::odd, PitchKind::allocator, false}, std::tuple{PitchKind::odd, PitchKind::tight, true}}) {
+            OpCase c;
+            c.problem = op_problem(Operation::integral, 4105, 4104, kFormats[0]);
+            c.input_pitch = input_pitch;
+            c.output_pitch = output_pitch;
+            c.fill = Fill::white;
+            ASSERT_EQ(reference::integral_type(4105, 4104), reference::IntegralType::u64);
+            const LaunchShape shape = awkward ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
+            SCOPED_TRACE(fmt::format("{} on {} with block {}, pitches {}/{}", variant.name(), to_string(c.problem), to_string(shape),
+                                     to_string(c.input_pitch), to_string(c.output_pitch)));
             check_integral<std::uint64_t>(variant, c, shape);
         }
     }
