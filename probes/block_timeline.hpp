@@ -47,16 +47,21 @@ __device__ __forceinline__ void begin_launch(bool on) {
     if (on && block_index() == 0 && first_thread()) atomicAdd(&book.launches, 1u);
 }
 
+// The GPU's nanosecond clock (%globaltimer).
+__device__ __forceinline__ unsigned long long now() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+
 __device__ __forceinline__ void mark(int k, bool on) {
     if (!on) return;
     __syncthreads();
     const unsigned block = block_index();
     if (!first_thread() || block >= kMaxBlocks || k < 0 || k >= kMarks) return;
-    unsigned long long now;
     unsigned sm;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    book.at[block][k] = now;
+    book.at[block][k] = now();
     book.sm[block] = sm;
 }
 

@@ -25,10 +25,9 @@ __global__ void two_phases(bool on) {
     if (timeline::first_thread()) numbered[timeline::block_index()] = blockIdx.x + kGridX * blockIdx.y;
     timeline::begin_launch(on);
     timeline::mark(0, on);
-    unsigned long long start, now;  // a phase of 2 us (__nanosleep's time is only approximate)
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    while (now < start + 2000);
+    const unsigned long long start = timeline::now();  // a phase of 2 us (__nanosleep's time is only approximate)
+    while (timeline::now() < start + 2000) {
+    }
     timeline::mark(1, on);
     timeline::finish("test", 2, on);
 }
