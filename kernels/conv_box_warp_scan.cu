@@ -29,8 +29,10 @@
 // too, but its running sums go through a shared-memory row between two barriers, a kernel per rx,
 // 100 registers): a warp needs no other warp and no shared memory on its way down, the row sums
 // cost the same for every box width, and the next row's loads are in flight meanwhile.
+// A strip's first 2 * ry + 1 rows (V of the row before its first) are read 8 at a time and added two
+// rows per word, through the same loads as the walk's entering rows.
 // Borders: rows outside the image are mapped per row (strips away from the top and bottom take a
-// copy of the loop that steps row pointers instead); lanes whose 16 bytes reach outside the row, or
+// copy of the walk, first rows included, that steps row pointers instead); lanes whose 16 bytes reach outside the row, or
 // all lanes where rows are not aligned for 16-byte loads, read byte by byte from offsets the
 // border rule gives, worked out once per warp into shared memory (2 KB per warp).
 // The strips share the image's rows evenly, none left short. Warps are numbered edge tiles first
@@ -84,6 +86,20 @@
 // still to be read as leaving rows are about 16 KB per resident warp, some 50 MB in all, against a
 // 60 MB L2 that the output's stores pass through. Strips of 128 rows beside 16 to 64, with the
 // same hints: the tuner kept 32 (134.0 / 101.4 us).
+// The strip's first rows (H200, 2026-11-29; copies of this file, scripts/gpu-experiment.sh, klab tune
+// on 8K RGB AoS box9 and box31, then klab-bench, L2 flushed, medians of 5). Nsight Compute on box31
+// (32x4 rows=32): 78.1 M warp instructions; the row loop 227 a warp and row (69% of them), the
+// first rows' loop 180 for every 4 rows (14%; 17% of the stall samples): each row mapped by the
+// border rule, four loads in flight, a slide with a zero leaving row. Now the first rows come
+// through the walk's loads (a stepped pointer inside the image), 8 in flight, two rows added per
+// word: 220 instructions for every 8 rows, 72.3 M in all; box31 132.6 -> 125.0 us, box9 100.7 ->
+// 97.7 us (same run). 4 rows at a time, with the predicated scans below: 128.5 and 98.2 us (another
+// run, this file 132.9 and 100.9; 8 rows at a time with them 124.8 and 99.6).
+// Dropped the same day (same kind of runs, each against this file in its run): the warp scans with
+// their adds predicated on shfl.sync.up's own "source lane exists" bit instead of a compare and a
+// select (134.1 us against 132.9 for box31: the row loop compiled to 230 instructions, not fewer);
+// the row loop unrolled by 2, so that the next row's loads need no register copies (128.5 us
+// against 125.0 with the first rows above; spills in 13 of the 36 kernels).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -124,7 +140,7 @@ using box_sums::planes_of;
 using box_sums::rounding_of;
 using box_sums::Rounding;
 
-constexpr int kFirstBatch = 4;                // a strip's first rows: the loads of 4 rows at a time
+constexpr int kFirstBatch = 8;                // a strip's first rows: the loads of 8 rows at a time
 
 // How a launch divides the image, the same for every warp.
 struct Tiling {
@@ -196,6 +212,17 @@ __device__ __forceinline__ void span_prefix(const std::uint32_t (&v)[8], int lan
 // ---------------------------------------------------------------------------------------------
 // The kernel
 
+// V += a + b, two bytes per 16-bit lane of each word as slide_columns (a strip's first rows, where
+// nothing leaves yet): a byte permute per word and row, a three-input add per word and two rows.
+__device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[8], uint4 a, uint4 b) {
+    const std::uint32_t x[4] = {a.x, a.y, a.z, a.w}, y[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
+        v[w] = v[w] + __byte_perm(x[w >> 1], 0u, pick) + __byte_perm(y[w >> 1], 0u, pick);
+    }
+}
+
 // The output bytes of the lane's 16 bytes, S = P(j + rx * E) - P(j - (rx + 1) * E) rounded, four to
 // a word.
 template <int Lead, int TrailUp, bool Normalized>
@@ -221,7 +248,7 @@ __device__ __forceinline__ uint4 output_bytes(const std::uint32_t (&p)[16], int 
 template <int E, int Lead, bool Interior>
 __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
                                            Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,
-                                           int e, bool vector, const int* sources, int lane, int phase, std::uint32_t (&v)[8]) {
+                                           int e, bool vector, const int* sources, int lane, int phase) {
     // j + rx * E = j + 16 * lead_lanes + Lead, and j - (rx + 1) * E = j - 16 * trail_lanes + TrailUp,
     // trail_lanes = ceil((rx + 1) * E / 16) (no output byte reaches before the span: first_lane).
     constexpr int TrailUp = (16 - (Lead + E) % 16) % 16;
@@ -232,7 +259,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     const std::size_t in_pitch = in.pitch_bytes, out_pitch = out.pitch_bytes;
     std::uint8_t* dst = out.row(y_begin, plane) + e;
     // The interior's rows: pointers that step down a row at a time.
-    const std::uint8_t* enter_row = Interior ? in.row(y_begin + t.ry, plane) : nullptr;
+    const std::uint8_t* enter_row = Interior ? in.row(y_begin - t.ry - 1, plane) : nullptr;  // the first rows' loads step it first
     const std::uint8_t* leave_row = Interior ? in.row(y_begin - t.ry - 1, plane) : nullptr;
     const auto load = [&](const std::uint8_t*& interior_row, int y) {
         if constexpr (Interior) {
@@ -243,6 +270,17 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
             return span_bytes(bordered_row(in, plane, y, border.mode), e, vector, sources, border);
         }
     };
+
+    // V of the row before the strip's first: the sum of rows y_begin - ry - 1 ... y_begin + ry - 1,
+    // kFirstBatch rows in flight, two rows added per word. enter_row then points at row y_begin + ry.
+    std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; y += kFirstBatch) {
+        uint4 rows_in[kFirstBatch];
+#pragma unroll
+        for (int k = 0; k < kFirstBatch; ++k) rows_in[k] = y + k < y_begin + t.ry ? load(enter_row, y + k) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int k = 0; k < kFirstBatch; k += 2) add_two_rows(v, rows_in[k], rows_in[k + 1]);
+    }
 
     uint4 enter = load(enter_row, y_begin + t.ry);
     uint4 leave = load(leave_row, y_begin - t.ry - 1);
@@ -285,23 +323,10 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     // lane, since span_bytes reads them for a row outside the image (whose bytes are the value).
     if (!vector || border.mode == BorderMode::constant) column_sources<E>(sources, e, in.shape.width, border.mode);
 
-    // V of the row before the strip's first: rows y_begin - ry - 1 ... y_begin + ry - 1.
-    std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
-    for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; y += kFirstBatch) {
-        uint4 rows_in[kFirstBatch];
-#pragma unroll
-        for (int k = 0; k < kFirstBatch; ++k) {
-            rows_in[k] = y + k < y_begin + t.ry ? span_bytes(bordered_row(in, plane, y + k, border.mode), e, vector, sources, border)
-                                                : make_uint4(0u, 0u, 0u, 0u);
-        }
-#pragma unroll
-        for (int k = 0; k < kFirstBatch; ++k) slide_columns(v, rows_in[k], make_uint4(0u, 0u, 0u, 0u));
-    }
-
     if (y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height) {
-        walk_strip<E, Lead, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, v);
+        walk_strip<E, Lead, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase);
     } else {
-        walk_strip<E, Lead, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, v);
+        walk_strip<E, Lead, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase);
     }
 }
 
