@@ -11,6 +11,7 @@
 //   timeline::finish("tag", n, on);  last statement of the launch's last kernel: every thread of
 //                                    every block must reach it (no early return), or the count of
 //                                    finished blocks is wrong for every later launch
+//   timeline::now()                  the GPU's nanosecond clock (%globaltimer), e.g. to wait a set time
 // `on` must be the same for every block of a launch (e.g. "the 8K image at block 32x8"). A
 // variant's kernels that give the same block index to the same tile may each place marks. The
 // kPrintedLaunch-th launch of the process with `on` set prints, from its last block to finish, one

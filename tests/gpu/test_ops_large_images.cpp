@@ -167,24 +167,37 @@ TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
     }
 }
 
-// The integral variants past u32 on gray AoS images (4105x4104, white: the largest sums), with rows
+// The integral variants past u32 on gray AoS images (4105x4104: u64 by the size rule), with rows
 // aligned for integral.tile_gather's cached rows (8-byte copies of each warp's last 16 rows; the
-// partial tiles of the last tile column walk from global memory) and with an odd pitch (no warp
-// caches, and the tile sums keep all 32 rows of each warp in L2), on the default block and on an
-// awkward one (a different count of staging areas before the cache in shared memory).
+// partial tiles of the last tile column and row walk from global memory) and with a misaligned
+// pitch (PitchKind::odd: no warp caches, and the tile sums keep all 32 rows of each warp in L2), on
+// the default block and on an awkward one (a different count of staging areas before the cache in
+// shared memory). White images give the largest sums; a random one on the awkward aligned block,
+// so that a row or lane read from the wrong slot of the cache shows.
 TEST_F(OpsLargeImages, IntegralVariantsU64OnGrayWithAlignedAndOddPitches) {
+    constexpr int kWidth = 4105;
+    constexpr int kHeight = 4104;
+    ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
+    struct Run {
+        PitchKind input_pitch;
+        PitchKind output_pitch;
+        bool awkward_shape;
+        Fill fill;
+    };
+    const Run runs[] = {{PitchKind::allocator, PitchKind::odd, false, Fill::white},
+                        {PitchKind::allocator, PitchKind::tight, true, Fill::random},
+                        {PitchKind::odd, PitchKind::allocator, false, Fill::white},
+                        {PitchKind::odd, PitchKind::tight, true, Fill::near_white}};
     for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
         const Variant& variant = Registry::instance().get(name);
-        for (const auto& [input_pitch, output_pitch, awkward] :
-             {std::tuple{PitchKind::allocator, PitchKind::odd, false}, std::tuple{PitchKind::allocator, PitchKind::tight, true},
-              std::tuple{PitchKind::odd, PitchKind::allocator, false}, std::tuple{PitchKind::odd, PitchKind::tight, true}}) {
+        for (const Run& r : runs) {
             OpCase c;
-            c.problem = op_problem(Operation::integral, 4105, 4104, kFormats[0]);
-            c.input_pitch = input_pitch;
-            c.output_pitch = output_pitch;
-            c.fill = Fill::white;
-            ASSERT_EQ(reference::integral_type(4105, 4104), reference::IntegralType::u64);
-            const LaunchShape shape = awkward ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
+            c.problem = op_problem(Operation::integral, kWidth, kHeight, kFormats[0]);
+            c.input_pitch = r.input_pitch;
+            c.output_pitch = r.output_pitch;
+            c.fill = r.fill;
+            c.seed = 4105;
+            const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
             SCOPED_TRACE(fmt::format("{} on {} with block {}, pitches {}/{}", variant.name(), to_string(c.problem), to_string(shape),
                                      to_string(c.input_pitch), to_string(c.output_pitch)));
             check_integral<std::uint64_t>(variant, c, shape);
