@@ -4,6 +4,7 @@
 // conv.box_integral where its u32 summed-area table wraps; verified exactly.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <tuple>
 
 #include "tests/gpu/op_conformance.hpp"
@@ -119,90 +120,86 @@ TEST_F(OpsLargeImages, BoxVariantsOn8KRgbBox9And31) {
     }
 }
 
-// The integral variants past u32 on colour images, both layouts: 4105x4104 (255*W*H just above 2^32, so
-// u64; the table's u64 cases are gray and RGBA AoS), 3 channels AoS (the kernels' 3-element path)
-// and SoA (three gray planes). All-255 images give the largest sums; near-white ones keep every
-// channel past 2^32 while the channels differ, so that mixed-up channels show. Each 4105x4104x3
-// u64 output is 404 MB on the device and on the host; one run at a time, freed before the next.
-TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
+// The u64 integral runs below: 4105x4104 images (255*W*H just above 2^32, so u64 by the size rule),
+// one format, fill, pair of pitches and block kind per run.
+constexpr int kU64Width = 4105;
+constexpr int kU64Height = 4104;
+
+struct U64Run {
+    Format format;
+    Fill fill;
+    PitchKind input_pitch;
+    PitchKind output_pitch;
+    bool awkward_shape;
+};
+
+OpCase u64_case(const U64Run& r) {
+    OpCase c;
+    c.problem = op_problem(Operation::integral, kU64Width, kU64Height, r.format);
+    c.input_pitch = r.input_pitch;
+    c.output_pitch = r.output_pitch;
+    c.fill = r.fill;
+    c.seed = kU64Width;
+    return c;
+}
+
+// Each integral variant on each run, verified exactly; check_input(run, case) first checks what the
+// case's input must be (a fatal failure there ends the test).
+template <std::size_t N, class CheckInput>
+void check_integral_variants_on(const U64Run (&runs)[N], CheckInput check_input) {
+    ASSERT_EQ(reference::integral_type(kU64Width, kU64Height), reference::IntegralType::u64);
     for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
         const Variant& variant = Registry::instance().get(name);
-        constexpr int kWidth = 4105;
-        constexpr int kHeight = 4104;
-        ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
-        struct Run {
-            Format format;
-            Fill fill;
-            PitchKind input_pitch;
-            PitchKind output_pitch;
-            bool awkward_shape;
-        };
-        const Run runs[] = {{kFormats[1], Fill::white, PitchKind::allocator, PitchKind::allocator, false},
-                            {kFormats[4], Fill::white, PitchKind::odd, PitchKind::tight, true},
-                            {kFormats[1], Fill::near_white, PitchKind::tight, PitchKind::odd, true},
-                            {kFormats[4], Fill::near_white, PitchKind::allocator, PitchKind::odd, false}};
-        for (const Run& r : runs) {
-            OpCase c;
-            c.problem = op_problem(Operation::integral, kWidth, kHeight, r.format);
-            c.input_pitch = r.input_pitch;
-            c.output_pitch = r.output_pitch;
-            c.fill = r.fill;
+        for (const U64Run& r : runs) {
+            const OpCase c = u64_case(r);
             const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
-            SCOPED_TRACE(fmt::format("{} on {} ({}) with block {}, pitches {}/{}", variant.name(), to_string(c.problem),
-                                     r.fill == Fill::white ? "white" : "near white", to_string(shape),
-                                     to_string(c.input_pitch), to_string(c.output_pitch)));
-            {  // every channel's sum is past u32 (so the case needs u64 in each), and the channels differ
-                const ImageU8 input = input_of(c);
-                std::vector<unsigned long long> totals;
-                for (int ch = 0; ch < 3; ++ch) {
-                    totals.push_back(channel_total(input, ch));
-                    ASSERT_GT(totals.back(), 0xffffffffull) << "channel " << ch;
-                }
-                if (r.fill == Fill::near_white) {
-                    ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
-                }
-            }
+            const char* fill = c.fill == Fill::white ? "white" : c.fill == Fill::near_white ? "near white" : "random";
+            SCOPED_TRACE(fmt::format("{} on {} ({}) with block {}, pitches {}/{}", variant.name(), to_string(c.problem), fill,
+                                     to_string(shape), to_string(c.input_pitch), to_string(c.output_pitch)));
+            check_input(r, c);
+            if (::testing::Test::HasFatalFailure()) return;
             check_integral<std::uint64_t>(variant, c, shape);
         }
     }
 }
 
-// The integral variants past u32 on gray AoS images (4105x4104: u64 by the size rule), with rows
-// aligned for integral.tile_gather's cached rows (8-byte copies of each warp's last 16 rows; the
-// partial tiles of the last tile column and row walk from global memory) and with a misaligned
-// pitch (PitchKind::odd: no warp caches, and the tile sums keep all 32 rows of each warp in L2), on
-// the default block and on an awkward one (a different count of staging areas before the cache in
-// shared memory). White images give the largest sums; a random one on the awkward aligned block,
-// so that a row or lane read from the wrong slot of the cache shows.
-TEST_F(OpsLargeImages, IntegralVariantsU64OnGrayWithAlignedAndOddPitches) {
-    constexpr int kWidth = 4105;
-    constexpr int kHeight = 4104;
-    ASSERT_EQ(reference::integral_type(kWidth, kHeight), reference::IntegralType::u64);
-    struct Run {
-        PitchKind input_pitch;
-        PitchKind output_pitch;
-        bool awkward_shape;
-        Fill fill;
-    };
-    const Run runs[] = {{PitchKind::allocator, PitchKind::odd, false, Fill::white},
-                        {PitchKind::allocator, PitchKind::tight, true, Fill::random},
-                        {PitchKind::odd, PitchKind::allocator, false, Fill::white},
-                        {PitchKind::odd, PitchKind::tight, true, Fill::near_white}};
-    for (const char* name : {"integral.scan", "integral.lookback", "integral.tile_gather"}) {
-        const Variant& variant = Registry::instance().get(name);
-        for (const Run& r : runs) {
-            OpCase c;
-            c.problem = op_problem(Operation::integral, kWidth, kHeight, kFormats[0]);
-            c.input_pitch = r.input_pitch;
-            c.output_pitch = r.output_pitch;
-            c.fill = r.fill;
-            c.seed = 4105;
-            const LaunchShape shape = r.awkward_shape ? awkward_shape(variant, c.problem) : variant.default_shape(c.problem);
-            SCOPED_TRACE(fmt::format("{} on {} with block {}, pitches {}/{}", variant.name(), to_string(c.problem), to_string(shape),
-                                     to_string(c.input_pitch), to_string(c.output_pitch)));
-            check_integral<std::uint64_t>(variant, c, shape);
+// The integral variants past u32 on colour images, both layouts: 3 channels AoS (the kernels'
+// 3-element path) and SoA (three gray planes); the table's u64 cases are gray and RGBA AoS.
+// All-255 images give the largest sums; near-white ones keep every channel past 2^32 while the
+// channels differ, so that mixed-up channels show. Each 4105x4104x3 u64 output is 404 MB on the
+// device and on the host; one run at a time, freed before the next.
+TEST_F(OpsLargeImages, IntegralVariantsU64OnRgbAosAndSoa) {
+    const U64Run runs[] = {{kFormats[1], Fill::white, PitchKind::allocator, PitchKind::allocator, false},
+                           {kFormats[4], Fill::white, PitchKind::odd, PitchKind::tight, true},
+                           {kFormats[1], Fill::near_white, PitchKind::tight, PitchKind::odd, true},
+                           {kFormats[4], Fill::near_white, PitchKind::allocator, PitchKind::odd, false}};
+    check_integral_variants_on(runs, [](const U64Run& r, const OpCase& c) {
+        // every channel's sum is past u32 (so the case needs u64 in each), and the channels differ
+        const ImageU8 input = input_of(c);
+        std::vector<unsigned long long> totals;
+        for (int ch = 0; ch < 3; ++ch) {
+            totals.push_back(channel_total(input, ch));
+            ASSERT_GT(totals.back(), 0xffffffffull) << "channel " << ch;
         }
-    }
+        if (r.fill == Fill::near_white) {
+            ASSERT_TRUE(totals[0] != totals[1] && totals[1] != totals[2] && totals[0] != totals[2]);
+        }
+    });
+}
+
+// The integral variants past u32 on gray AoS images, with rows aligned for integral.tile_gather's
+// cached rows (8-byte copies of each warp's last 16 rows; the partial tiles of the last tile column
+// and row walk from global memory) and with a misaligned pitch (PitchKind::odd: no warp caches, and
+// the tile sums keep all 32 rows of each warp in L2), on the default block and on an awkward one (a
+// different count of staging areas before the cache in shared memory). White images give the
+// largest sums; a random one on the awkward aligned block, so that a row or lane read from the
+// wrong slot of the cache shows.
+TEST_F(OpsLargeImages, IntegralVariantsU64OnGrayWithAlignedAndOddPitches) {
+    const U64Run runs[] = {{kFormats[0], Fill::white, PitchKind::allocator, PitchKind::odd, false},
+                           {kFormats[0], Fill::random, PitchKind::allocator, PitchKind::tight, true},
+                           {kFormats[0], Fill::white, PitchKind::odd, PitchKind::allocator, false},
+                           {kFormats[0], Fill::near_white, PitchKind::odd, PitchKind::tight, true}};
+    check_integral_variants_on(runs, [](const U64Run&, const OpCase&) {});
 }
 
 // conv.box_integral where its summed-area table wraps. The table is u32 (kernels/conv_box_integral.cu:
