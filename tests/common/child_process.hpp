@@ -47,6 +47,7 @@ public:
     }
 
     bool started() const { return pid_ > 0 && out_ >= 0; }
+    pid_t pid() const { return pid_; }
 
     // Reads until a line for which `done` is true (returned true) or the end of the output or
     // `limit` (returned false: a safety net against a hang, not a timing assertion).

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -188,6 +189,23 @@ TEST_F(Faults, InputsDeletedOrTruncatedDuringABatchFailAloneAndTheOthersAreWritt
     EXPECT_TRUE(temporary_files(dir / "out").empty());
 }
 
+// Whether process `pid` holds `file` open, waiting up to 120 s for it (a guard against a hang, not
+// a timing assertion).
+bool comes_to_hold_open(pid_t pid, const fs::path& file) {
+    struct stat target {};
+    if (::stat(file.c_str(), &target) != 0) return false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::error_code ec;
+        for (const fs::directory_entry& fd : fs::directory_iterator(fmt::format("/proc/{}/fd", pid), ec)) {
+            struct stat held {};
+            if (::stat(fd.path().c_str(), &held) == 0 && held.st_dev == target.st_dev && held.st_ino == target.st_ino) return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
 // A batch of a, b, c, d where c is a FIFO the test holds open: the batch writes a and b, then
 // waits for c's bytes. The signal comes then; c's bytes follow it. So the signal lands in the
 // middle of the batch on every machine, however fast.
@@ -208,7 +226,9 @@ protected:
         if (fifo_fd >= 0) ::close(fifo_fd);
         Faults::TearDown();
     }
-    // Starts the batch and waits until a and b are written.
+    // Starts the batch and waits until a and b are written and klab's reader has c open. (Were the
+    // FIFO's last descriptor closed before that open, its bytes would be gone and the open would
+    // wait for a writer forever.)
     std::unique_ptr<ChildProcess> start_batch() {
         auto klab = std::make_unique<ChildProcess>(
             std::vector<std::string>{KLAB_CLI_PATH, "apply", "--filter", "box:3", "--out-dir", (dir / "out").string(), "--list",
@@ -217,6 +237,7 @@ protected:
         int written = 0;
         EXPECT_TRUE(klab->read_until([&](const std::string& line) { return contains(line, " -> ") && ++written == 2; }))
             << klab->output();
+        EXPECT_TRUE(comes_to_hold_open(klab->pid(), fifo)) << "klab never opened " << fifo << "\n" << klab->output();
         return klab;
     }
     // Gives the batch c's bytes and the end of the FIFO.

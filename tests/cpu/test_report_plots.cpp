@@ -12,6 +12,7 @@
 
 #include "tests/common/run_command.hpp"
 #include "tests/common/synthetic_bench_json.hpp"
+#include "tests/common/test_util.hpp"
 
 namespace klab {
 namespace {
@@ -21,8 +22,7 @@ namespace fs = std::filesystem;
 const std::string kPngSignature = "\x89PNG\r\n\x1a\n";
 
 TEST(ReportPlots, TheCommittedRunGivesReportMdAndEveryPlot) {
-    const fs::path out = fs::temp_directory_path() / "klab_report_plots_committed_run";
-    fs::remove_all(out);
+    const fs::path out = test::fresh_test_dir("report_plots_committed_run");  // per process: two suites at once do not meet
     const std::string bench = std::string(KLAB_SOURCE_DIR) + "/results/nvidia-h200/bench.json";
     const test::CommandResult r = test::run_command(std::string(KLAB_CLI_PATH) + " report " + bench + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
