@@ -227,6 +227,7 @@ LaunchPlan prepare(const Variant& variant, const Problem& problem, const DeviceB
     }
     LaunchPlan plan{&variant, problem, buffers, shape, variant.kernels(problem, shape), 0, nullptr, 0};
     KLAB_CUDA_CHECK(cudaGetDevice(&plan.device));
+    variant.configure_kernels(problem);  // before the checks: a carveout changes what a kernel may use
     for (const KernelLaunch& k : plan.kernels) check_kernel(who, k, limits);
     plan.scratch_bytes = variant.scratch_bytes(problem, shape);
     if (plan.scratch_bytes > 0) {

@@ -140,6 +140,8 @@ double Variant::coefficient_error(const Problem&) const { return 0.0; }
 
 std::size_t Variant::scratch_bytes(const Problem&, const LaunchShape&) const { return 0; }
 
+void Variant::configure_kernels(const Problem&) const {}
+
 // ---------------------------------------------------------------------------------------------
 // Registry
 

@@ -205,6 +205,10 @@ public:
     virtual double coefficient_error(const Problem& problem) const;
     // The kernels `shape` launches for `problem` (called only for a supported problem and shape).
     virtual std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const = 0;
+    // Sets the attributes of its kernels that running `problem` relies on (a shared-memory
+    // carveout), on the current device: prepare() calls it once per plan, before it checks the
+    // kernels, so that enqueue() makes no such call per launch. The default sets none.
+    virtual void configure_kernels(const Problem& problem) const;
     // Enqueues plan.kernels on `stream`, each launch followed by KLAB_CUDA_CHECK_LAUNCH.
     // Called by klab::launch() only, with a plan prepare() has checked.
     virtual void enqueue(const LaunchPlan& plan, cudaStream_t stream) const = 0;

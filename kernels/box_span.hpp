@@ -29,15 +29,18 @@ constexpr int kLaneBytes = 16;                  // one 16-byte load per lane and
 constexpr int kSpanBytes = kWarp * kLaneBytes;  // 512: a warp's span of a row
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// Bytes 2w and 2w + 1 of a lane's 16 bytes, each in a 16-bit half of a word (w = 0 ... 7; the
+// column sums' layout: word w of V holds the sums of those two bytes' columns).
+__device__ __forceinline__ std::uint32_t byte_pair(uint4 bytes, int w) {
+    const std::uint32_t words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
+    return __byte_perm(words[w >> 1], 0u, (w & 1) ? 0x4342u : 0x4140u);
+}
+
 // V += entering - leaving, two bytes per 16-bit lane of each word (word w: bytes 2w and 2w + 1).
 // V <= 31 * 255 < 2^16, and V + new - old never borrows because V holds old.
 __device__ __forceinline__ void slide_columns(std::uint32_t (&v)[8], uint4 enter, uint4 leave) {
-    const std::uint32_t e[4] = {enter.x, enter.y, enter.z, enter.w}, l[4] = {leave.x, leave.y, leave.z, leave.w};
 #pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
-        v[w] = v[w] + __byte_perm(e[w >> 1], 0u, pick) - __byte_perm(l[w >> 1], 0u, pick);
-    }
+    for (int w = 0; w < 8; ++w) v[w] = v[w] + byte_pair(enter, w) - byte_pair(leave, w);
 }
 
 // Four bytes (each in the low byte of a word) to one word, the first lowest.

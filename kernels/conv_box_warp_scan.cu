@@ -32,9 +32,10 @@
 // A strip's first 2 * ry + 1 rows (V of the row before its first) are read 8 at a time and added two
 // rows per word, through the same loads as the walk's entering rows.
 // Borders: rows outside the image are mapped per row (strips away from the top and bottom take a
-// copy of the walk, first rows included, that steps row pointers instead); lanes whose 16 bytes reach outside the row, or
-// all lanes where rows are not aligned for 16-byte loads, read byte by byte from offsets the
-// border rule gives, worked out once per warp into shared memory (2 KB per warp).
+// copy of the walk, first rows included, that steps row pointers instead); lanes whose 16 bytes
+// reach outside the row, or all lanes where rows are not aligned for 16-byte loads, read byte by
+// byte from offsets the border rule gives, worked out once per warp into shared memory (2 KB per
+// warp).
 // The strips share the image's rows evenly, none left short. Warps are numbered edge tiles first
 // (box_span::warp_place: the first and the last tile of each strip, then the others), so that the
 // slower warps whose lanes reach past the row's ends start in the grid's first wave, not its last.
@@ -92,7 +93,8 @@
 // first rows' loop 180 for every 4 rows (14%; 17% of the stall samples): each row mapped by the
 // border rule, four loads in flight, a slide with a zero leaving row. Now the first rows come
 // through the walk's loads (a stepped pointer inside the image), 8 in flight, two rows added per
-// word: 220 instructions for every 8 rows, 72.3 M in all; box31 132.6 -> 125.0 us, box9 100.7 ->
+// word: 220 instructions for every 8 rows (the row loop 227 -> 225 and the edge strips' first rows
+// fewer too), 72.3 M in all; box31 132.6 -> 125.0 us, box9 100.7 ->
 // 97.7 us (same run). 4 rows at a time, with the predicated scans below: 128.5 and 98.2 us (another
 // run, this file 132.9 and 100.9; 8 rows at a time with them 124.8 and 99.6).
 // Dropped the same day (same kind of runs, each against this file in its run): the warp scans with
@@ -121,6 +123,7 @@ namespace klab {
 namespace {
 
 using box_span::bordered_row;
+using box_span::byte_pair;
 using box_span::check_warp_span_shape;
 using box_span::column_sources;
 using box_span::kFullMask;
@@ -215,12 +218,8 @@ __device__ __forceinline__ void span_prefix(const std::uint32_t (&v)[8], int lan
 // V += a + b, two bytes per 16-bit lane of each word as slide_columns (a strip's first rows, where
 // nothing leaves yet): a byte permute per word and row, a three-input add per word and two rows.
 __device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[8], uint4 a, uint4 b) {
-    const std::uint32_t x[4] = {a.x, a.y, a.z, a.w}, y[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const std::uint32_t pick = (w & 1) ? 0x4342u : 0x4140u;
-        v[w] = v[w] + __byte_perm(x[w >> 1], 0u, pick) + __byte_perm(y[w >> 1], 0u, pick);
-    }
+    for (int w = 0; w < 8; ++w) v[w] = v[w] + byte_pair(a, w) + byte_pair(b, w);
 }
 
 // The output bytes of the lane's 16 bytes, S = P(j + rx * E) - P(j - (rx + 1) * E) rounded, four to
@@ -272,7 +271,9 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     };
 
     // V of the row before the strip's first: the sum of rows y_begin - ry - 1 ... y_begin + ry - 1,
-    // kFirstBatch rows in flight, two rows added per word. enter_row then points at row y_begin + ry.
+    // kFirstBatch rows in flight, two rows added per word (inside, enter_row then points at row
+    // y_begin + ry).
+    static_assert(kFirstBatch % 2 == 0, "the first rows are added in pairs");
     std::uint32_t v[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
     for (int y = y_begin - t.ry - 1; y < y_begin + t.ry; y += kFirstBatch) {
         uint4 rows_in[kFirstBatch];

@@ -16,19 +16,20 @@
 //      first kernel has finished, so there are no status flags and no waiting), then each warp
 //      starts its column carry at out(x, 32w + y0 - 1) and writes its rows as integral.lookback's
 //      pass 2 does (the image again, from L2; staged 512-byte streaming stores).
-// Cached rows (gray, u64 output): each warp copies the last 16 of its 32 rows of the image into
-// shared memory by cp.async as soon as its block starts, while they are still in L2, and its walk
-// reads them from there (integral_tiles.hpp: copy_rows_to_shared, for_each_row); the tile sums keep
-// only the first 16 rows' lines in L2 (evict_last), the others load under the default policy (all
-// 32 kept where the image's rows are not 8-byte aligned, as no warp copies then). A warp reads its rows one by one while the tiles write
-// 265 MB of output, and its late rows had mostly left L2 by then: Nsight Compute read 19.5 MB from
-// DRAM in the second kernel without the cache, 7.9 MB with it. The gray kernels prefer the largest
-// shared-memory carveout (prefer_shared_memory_for_gray() says why). H200, 2026-11-29 (copies of
-// this file, scripts/gpu-experiment.sh, klab tune, then klab-bench, L2 flushed, medians of 5; this
-// file before in brackets, from the same run): 8K gray u64 with all three 86.2 us (94.4), 1.23x the
-// copy floor; the same with the other rows' lines under evict_first 87.0 (94.4); without the split
-// hints 90.7 (94.4); in an earlier run the cache alone 93.4 and with the carveout 90.9 (94.3). 4K
-// gray u32, not cached, 21.3 (20.9).
+// Cached rows (gray and SoA planes, u64 output): each warp whose rows lie inside the image copies
+// the last 16 of its 32 rows of the image into shared memory by cp.async as soon as its block
+// starts, while they are still in L2, and its walk reads them from there (integral_tiles.hpp:
+// copy_rows_to_shared, for_each_row); the tile sums keep only the first 16 rows' lines in L2
+// (evict_last), the others load under the default policy (all 32 kept where the image's rows are
+// not 8-byte aligned, as no warp copies then). A warp reads its rows one by one while the tiles
+// write 265 MB of output, and its late rows had mostly left L2 by then: Nsight Compute read 19.5 MB
+// from DRAM in the second kernel without the cache, 7.9 MB with it. The gray kernels (SoA planes
+// included) prefer the largest shared-memory carveout (prefer_shared_memory_for_gray() says why).
+// H200, 2026-11-29 (copies of this file, scripts/gpu-experiment.sh, klab tune, then klab-bench, L2
+// flushed, medians of 5; this file before in brackets, from the same run): 8K gray u64 with all
+// three 86.2 us (94.4), 1.23x the copy floor; the same with the other rows' lines under evict_first
+// 87.0 (94.4); without the split hints 90.7 (94.4); in an earlier run the cache alone 93.4 and with
+// the carveout 90.9 (94.3). 4K gray u32, not cached, 21.3 (20.9).
 // What it adds over integral.lookback: no look-back. The look-back's round trips to L2 (publish,
 // wait on the predecessors' flags, read their values, publish again: twice per tile) ran while
 // other tiles were already writing their output; the globaltimer of each block on the H200 put
@@ -127,7 +128,6 @@
 // late rows' second read from DRAM was (cached rows, above).
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -301,11 +301,9 @@ __global__ void __launch_bounds__(kWarp* kMaxWarps, E == 1 ? 2 : 1)
     constexpr int kCached = kCachedRows<E, T>;
     const int y0 = tile.y * g.tile_height + warp * kWarp;
     const int x0 = tile.x * g.tile_width + lane * P;
-    uint2* lane_cache = nullptr;
-    if constexpr (kCached > 0) {
-        lane_cache = reinterpret_cast<uint2*>(shared_chunks + warps * kWarpSharedChunks<E, T>) + warp * kCached * kWarp + lane;
-        copy_rows_to_shared<E, kCached, L2Hint::last_use>(in, tile.plane, y0, x0, lane_cache);
-    }
+    uint2* const lane_cache =
+        kCached > 0 ? reinterpret_cast<uint2*>(shared_chunks + warps * kWarpSharedChunks<E, T>) + warp * kCached * kWarp + lane : nullptr;
+    copy_rows_to_shared<E, kCached, L2Hint::last_use>(in, tile.plane, y0, x0, lane_cache);
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");  // the sums kernel has finished and its sums are visible
 #endif
@@ -457,25 +455,16 @@ GatherKernel<T> gather_kernel(int elements) {
 // 34.6 with the shared memory reserved but unused (8K gray u64: 96.9 against 94.3): our reading is
 // that the gather, a programmatic dependent, cannot place its blocks on an SM running the sums until
 // the SM changes its carveout. Both kernels at the largest: 21.8 and 90.9 us (same run). The u32
-// gather takes it too, like the sums kernel it shares (4K gray u32 without a cache: 21.0 us against
-// 21.3). Colour AoS keeps the driver's choice (8K RGB 300.8 -> 317.2 us at the largest). Set once
-// per device of the process, at its first gray launch (a cudaGetDevice and a lock per gray launch
-// after that); kernels() stays free of CUDA calls (the CPU tests call it).
+// gather takes it too, like the sums kernel it shares: a copy with the largest carveout and no cache
+// ran 4K gray u32 in 21.0 us against 21.3 for the file without either (same run). Colour AoS keeps
+// the driver's choice (8K RGB 300.8 -> 317.2 us at the largest). Set by configure_kernels(), once
+// per plan (prepare()), not per launch; kernels() stays free of CUDA calls (the CPU tests call it).
 void prefer_shared_memory_for_gray() {
-    static std::mutex mutex;
-    static std::vector<bool> set_on;  // by device ordinal
-    int device = 0;
-    KLAB_CUDA_CHECK(cudaGetDevice(&device));
-    const std::lock_guard<std::mutex> lock(mutex);
-    const auto index = static_cast<std::size_t>(device);
-    if (index < set_on.size() && set_on[index]) return;
     for (const void* kernel : {reinterpret_cast<const void*>(&integral_tile_sums_kernel<1>),
                                reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint32_t>),
                                reinterpret_cast<const void*>(&integral_tile_gather_kernel<1, std::uint64_t>)}) {
         KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     }
-    if (set_on.size() <= index) set_on.resize(index + 1, false);
-    set_on[index] = true;
 }
 
 class IntegralTileGather final : public Variant {
@@ -506,13 +495,16 @@ public:
                                   gather_shared_bytes<std::uint32_t>(g.elements, shape.block_y))};
     }
 
+    void configure_kernels(const Problem& problem) const override {
+        if (grid_of(problem.shape, 1).elements == 1) prefer_shared_memory_for_gray();  // gray, or SoA planes
+    }
+
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const Grid g = grid_of(plan.problem.shape, plan.shape.block_y);
         const ScratchLayout s = scratch_layout(g, plan.shape.block_y);
         auto* base = plan.scratch_as<unsigned char>();  // s.bytes, allocated by prepare()
         const Sums sums{reinterpret_cast<std::uint32_t*>(base + s.row_sums), reinterpret_cast<std::uint32_t*>(base + s.column_prefixes)};
         const auto in = plan.buffers.input.view<const std::uint8_t>();
-        if (g.elements == 1) prefer_shared_memory_for_gray();
         const bool u64 = needs_u64(plan.problem);
         enqueue_kernel(plan.kernels[0], stream, sums_kernel(g.elements), in, sums, g,
                        u64 ? rows_kept_in_l2<std::uint64_t>(in, g.elements) : rows_kept_in_l2<std::uint32_t>(in, g.elements));

@@ -47,6 +47,7 @@ enum class L2Hint {
     none,      // the default policy
     keep,      // evict_last: a later kernel reads the same lines again
     last_use,  // evict_first: nothing reads them again
+    normal,    // evict_normal, as a policy value: the rows of a walk past its hinted ones
 };
 
 // The cache policy of a hint, made once per thread (createpolicy; sm_80 and later).
@@ -56,15 +57,7 @@ __device__ __forceinline__ std::uint64_t l2_policy() {
 #if __CUDA_ARCH__ >= 800
     if constexpr (Hint == L2Hint::keep) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
     if constexpr (Hint == L2Hint::last_use) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-#endif
-    return policy;
-}
-
-// The default policy (evict_normal) as a value, for the rows of a walk past its hinted ones.
-__device__ __forceinline__ std::uint64_t l2_policy_normal() {
-    std::uint64_t policy = 0;
-#if __CUDA_ARCH__ >= 800
-    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+    if constexpr (Hint == L2Hint::normal) asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
 #endif
     return policy;
 }
@@ -259,13 +252,16 @@ __device__ __forceinline__ bool warp_steps_inside(const ImageView<const std::uin
 // first slot: row r >= 32 - CachedRows at lane_cache[(r - (32 - CachedRows)) * 32]. Each lane copies
 // and reads only its own slots, so no barrier is needed. Only a warp that steps (warp_steps_inside)
 // copies, and only code for sm_80 or later (cp.async): the others leave the slots unused, and
-// for_each_row does not read them either. The copies load under `Hint` (nothing reads them again).
-template <int E, int CachedRows, L2Hint Hint = L2Hint::none>
+// for_each_row does not read them either. The copies load under `Hint`, keep or last_use (a
+// cache_hint needs a policy that createpolicy made). The caller passes for_each_row the same in,
+// plane, y0, x0 and lane_cache.
+template <int E, int CachedRows, L2Hint Hint>
 __device__ __forceinline__ void copy_rows_to_shared(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0,
                                                     uint2* lane_cache) {
 #if __CUDA_ARCH__ >= 800
     if constexpr (CachedRows > 0) {
         static_assert(LaneRow<E>::kBytes == sizeof(uint2), "a lane's bytes of a row are one 8-byte copy");
+        static_assert(Hint == L2Hint::keep || Hint == L2Hint::last_use, "the copies' L2 policy: keep or last_use");
         const std::uint8_t* src = nullptr;
         if (!warp_steps_inside<E>(in, plane, y0, x0, src)) return;
         src += static_cast<std::size_t>(kWarp - CachedRows) * in.pitch_bytes;
@@ -291,13 +287,13 @@ __device__ __forceinline__ void copy_rows_to_shared(const ImageView<const std::u
 // of the walk's code, for a kernel that cannot spare the registers). Rows r >= hinted_rows load under
 // the default policy instead of Hint. CachedRows > 0: a stepping warp takes its last CachedRows rows
 // from the shared-memory copy that copy_rows_to_shared<E, CachedRows> made at `lane_cache`, after
-// waiting for the lane's copies. Every lane of the warp must call it.
+// waiting for the lane's copies (code before sm_80 loads every row). Every lane of the warp must call it.
 template <int E, int Group = kRowGroup, L2Hint Hint = L2Hint::none, bool StepInside = true, int CachedRows = 0, class Visit>
 __device__ __forceinline__ void for_each_row(const ImageView<const std::uint8_t>& in, int plane, int y0, int x0, Visit visit,
                                              int hinted_rows = kWarp, const uint2* lane_cache = nullptr) {
     static_assert(CachedRows == 0 || LaneRow<E>::kBytes == sizeof(uint2), "cached rows: gray only (8 bytes a lane)");
     const std::uint64_t hinted = l2_policy<Hint>();
-    const std::uint64_t later = Hint == L2Hint::none || hinted_rows >= kWarp ? hinted : l2_policy_normal();
+    const std::uint64_t later = Hint == L2Hint::none || hinted_rows >= kWarp ? hinted : l2_policy<L2Hint::normal>();
     const std::uint8_t* src = nullptr;
     if (StepInside && warp_steps_inside<E>(in, plane, y0, x0, src)) {
         const std::size_t pitch = in.pitch_bytes;
