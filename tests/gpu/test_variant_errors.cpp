@@ -215,6 +215,59 @@ TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlan) {
     EXPECT_EQ(prepare(ScratchVariant(0), problem, buffers, LaunchShape{32, 8, {}}).scratch, nullptr);
 }
 
+// configure_kernels(): prepare() calls it once per plan, after its own checks of the call, and
+// launch() never does (a variant sets its kernels' attributes there, not per launch).
+class ConfiguringVariant final : public Variant {
+public:
+    std::string name() const override { return "test.configuring"; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override { return "test double"; }
+    Support supports(const Problem&) const override { return Support::yes(); }
+    TuningSpace tuning_space() const override { return block_tuning_space(); }
+    std::vector<KernelLaunch> kernels(const Problem& p, const LaunchShape& s) const override {
+        return Registry::instance().get("conv.global").kernels(p, s);
+    }
+    void configure_kernels(const Problem&) const override { ++calls; }
+    void enqueue(const LaunchPlan&, cudaStream_t) const override {}
+
+    mutable int calls = 0;
+};
+
+TEST_F(VariantErrors, ConfigureKernelsRunsOncePerPlanAndNeverPerLaunch) {
+    const ConfiguringVariant variant;
+    const LaunchPlan plan = prepare(variant, problem, buffers, LaunchShape{32, 8, {}});
+    EXPECT_EQ(variant.calls, 1);
+    launch(plan);
+    launch(plan);
+    EXPECT_EQ(variant.calls, 1);
+    EXPECT_THROW(prepare(variant, problem, buffers, LaunchShape{0, 8, {}}), Error);  // refused before it configures
+    EXPECT_EQ(variant.calls, 1);
+}
+
+// integral.tile_gather's gray kernels take the largest shared-memory carveout when a gray plan is
+// prepared (its configure_kernels); a colour AoS plan leaves its kernels at the driver's choice.
+TEST_F(VariantErrors, IntegralTileGatherPreparesTheGrayCarveout) {
+    const Variant& variant = Registry::instance().get("integral.tile_gather");
+    for (const int channels : {3, 1}) {
+        Problem p;
+        p.op = Operation::integral;
+        p.shape = ImageShape{300, 200, channels, Layout::aos};
+        DeviceImage<std::uint8_t> image(p.shape);
+        DeviceImage<std::uint32_t> table(p.shape);
+        const LaunchPlan plan = prepare(variant, p, DeviceBuffers{device_buffer(image), device_buffer(table), {}}, variant.default_shape(p));
+        ASSERT_EQ(plan.kernels.size(), 2u);
+        for (const KernelLaunch& k : plan.kernels) {
+            cudaFuncAttributes attributes{};
+            KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, k.kernel));
+            if (channels == 1) {
+                EXPECT_EQ(attributes.preferredShmemCarveout, cudaSharedmemCarveoutMaxShared) << k.kernel_name;
+            } else {
+                EXPECT_NE(attributes.preferredShmemCarveout, cudaSharedmemCarveoutMaxShared) << k.kernel_name;
+            }
+        }
+    }
+}
+
 // A failed allocation on purpose: in the suite DeviceErrorPaths (the same fixture as in the other
 // files), which the sanitizer runs leave out (memcheck reports every failed API call).
 using DeviceErrorPaths = test::GpuTest;
