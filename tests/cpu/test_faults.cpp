@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -317,16 +318,26 @@ TEST_F(Faults, ASignalThatEndsTheProcessRemovesItsTemporaryFiles) {
         },
         ::testing::KilledBySignal(SIGINT), "klab: SIGINT: stopping after the work in progress");
     EXPECT_FALSE(fs::exists(temp));
-    // The real writer: a thread sends SIGTERM as soon as write_file_atomically's temporary file
-    // appears (writing and flushing 64 MiB takes long enough to see it).
+    // The real writer: a thread sends SIGTERM as soon as write_file_atomically creates its temporary
+    // file. The thread sleeps in an inotify read set up before the write starts, so it wakes at the
+    // creation itself, with the 64 MiB write and its flush still ahead; a thread that polled the
+    // folder instead competed with the writer for the CPU and could miss that window on a loaded
+    // machine. (The file is registered before it is created: a signal at once finds it.)
     const fs::path target = dir / "large.bin";
     EXPECT_EXIT(
         {
             install_interrupt_handlers();
-            std::thread([folder = dir] {
+            const int watch = ::inotify_init1(IN_CLOEXEC);
+            if (watch < 0 || ::inotify_add_watch(watch, dir.c_str(), IN_CREATE) < 0) std::_Exit(5);
+            std::thread([watch] {
+                alignas(inotify_event) char events[4096];
                 for (;;) {
-                    for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
-                        if (entry.path().extension() == ".tmp") ::kill(::getpid(), SIGTERM);
+                    const ssize_t n = ::read(watch, events, sizeof events);
+                    if (n <= 0) continue;
+                    for (ssize_t at = 0; at < n;) {
+                        const auto* event = reinterpret_cast<const inotify_event*>(events + at);
+                        if (event->len > 0 && fs::path(event->name).extension() == ".tmp") ::kill(::getpid(), SIGTERM);
+                        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
                     }
                 }
             }).detach();
