@@ -7,7 +7,8 @@
 // Running a variant is two steps, both in the harness:
 //   prepare(variant, problem, buffers, shape)  checks everything that can be checked before a
 //       launch (problem, buffers, supports(), the shape, every kernel's geometry against the
-//       device's limits) and returns a LaunchPlan, or throws klab::Error saying what is wrong;
+//       device's limits, once configure_kernels() has set the kernels' attributes) and returns a
+//       LaunchPlan, or throws klab::Error saying what is wrong;
 //   launch(plan, stream)                        enqueues the plan's kernels; cheap, for timed loops.
 // run() does both. A variant's own launch code only ever sees a checked plan.
 #include <cstddef>
