@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -182,12 +184,12 @@ TEST_F(VariantErrors, TileAbove48KiBOptsInAndVerifies) {
     EXPECT_TRUE(v.ok()) << v.summary();
 }
 
-// conv.global's kernels with a scratch request: prepare() allocates it into the plan, or refuses
-// the call when the device cannot hold it (before any launch, the output untouched).
-class ScratchVariant final : public Variant {
+// A test double with conv.global's kernels that launches nothing; each test below overrides the
+// one hook it checks.
+class ConvGlobalDouble : public Variant {
 public:
-    explicit ScratchVariant(std::size_t bytes) : bytes_(bytes) {}
-    std::string name() const override { return "test.scratch"; }
+    explicit ConvGlobalDouble(std::string name) : name_(std::move(name)) {}
+    std::string name() const override { return name_; }
     Operation op() const override { return Operation::convolve; }
     std::string technique() const override { return "test double"; }
     Support supports(const Problem&) const override { return Support::yes(); }
@@ -195,8 +197,18 @@ public:
     std::vector<KernelLaunch> kernels(const Problem& p, const LaunchShape& s) const override {
         return Registry::instance().get("conv.global").kernels(p, s);
     }
-    std::size_t scratch_bytes(const Problem&, const LaunchShape&) const override { return bytes_; }
     void enqueue(const LaunchPlan&, cudaStream_t) const override {}
+
+private:
+    std::string name_;
+};
+
+// conv.global's kernels with a scratch request: prepare() allocates it into the plan, or refuses
+// the call when the device cannot hold it (before any launch, the output untouched).
+class ScratchVariant final : public ConvGlobalDouble {
+public:
+    explicit ScratchVariant(std::size_t bytes) : ConvGlobalDouble("test.scratch"), bytes_(bytes) {}
+    std::size_t scratch_bytes(const Problem&, const LaunchShape&) const override { return bytes_; }
 
 private:
     std::size_t bytes_;
@@ -217,18 +229,10 @@ TEST_F(VariantErrors, ScratchIsAllocatedIntoThePlan) {
 
 // configure_kernels(): prepare() calls it once per plan, after its own checks of the call, and
 // launch() never does (a variant sets its kernels' attributes there, not per launch).
-class ConfiguringVariant final : public Variant {
+class ConfiguringVariant final : public ConvGlobalDouble {
 public:
-    std::string name() const override { return "test.configuring"; }
-    Operation op() const override { return Operation::convolve; }
-    std::string technique() const override { return "test double"; }
-    Support supports(const Problem&) const override { return Support::yes(); }
-    TuningSpace tuning_space() const override { return block_tuning_space(); }
-    std::vector<KernelLaunch> kernels(const Problem& p, const LaunchShape& s) const override {
-        return Registry::instance().get("conv.global").kernels(p, s);
-    }
+    ConfiguringVariant() : ConvGlobalDouble("test.configuring") {}
     void configure_kernels(const Problem&) const override { ++calls; }
-    void enqueue(const LaunchPlan&, cudaStream_t) const override {}
 
     mutable int calls = 0;
 };
