@@ -51,6 +51,8 @@
 // between the MMA's layout and the column pass's, and that traffic, not the arithmetic the tensor
 // cores take over, sets the time. 80 registers and 8.7 KB of shared memory per warp left 37.5%
 // occupancy; box31's four windows per tile quadruple the row pass's shared reads.
+// A third design, the running sums in the MMA accumulators (three forms, 2026-11-29, not landed:
+// 154 us or more on box9, 258 us or more on box31), is in docs/adding-a-variant.md.
 #include <cstdint>
 #include <cstdio>
 
