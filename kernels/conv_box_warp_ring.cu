@@ -12,8 +12,8 @@
 //            the row, or rows outside the image) by the border rule and a store. The entering and
 //            the leaving row of each output row are read from there. A lane reads only its own
 //            slots, so nothing waits but its own copies: no barrier;
-//   columns: V slides down in registers, two to a 32-bit word (16-bit lanes), eight byte permutes
-//            and eight three-input adds per lane and row;
+//   columns: V slides down in registers, two to a 32-bit word (16-bit lanes), sixteen byte
+//            permutes and eight three-input adds per lane and row;
 //   rows:    a lane takes V of the rx * E bytes on each side of its 16 from its neighbours (a
 //            shuffle per word), so that it holds V of 16 + 2 * rx * E consecutive bytes; the words
 //            one byte off are a byte permute each. S of an output word is the sum of 2 * rx + 1 such
@@ -21,8 +21,10 @@
 //            pixels and whole words: 2 gray, 6 RGB, 4 RGBA) adds the pixels that enter and takes
 //            off those that leave: one or two three-input adds per word. S stays in 16-bit lanes
 //            (the box's area is at most 256: 256 * 255 + 127 < 2^16);
-//   out:     the normalized box rounds with one multiply-high per byte, other coefficients take the
-//            exact integer form of the reference's rounding (kernels/box_sums.hpp proves both exact).
+//   out:     the normalized box rounds a word of two sums with a mask and two multiply-highs, one
+//            of the low half, one of the whole word (kernels/box_word_rounding.hpp says why the
+//            whole word will do); other coefficients take the exact integer form of the reference's
+//            rounding (kernels/box_sums.hpp proves both exact).
 // What it adds over conv.box_warp_scan (the same warp and span, but every row read from global
 // memory twice, entering and, 2 * ry + 1 rows later, leaving, and the row sums from a warp scan of
 // per-channel prefixes): the leaving row comes from shared memory instead of a second global load,
@@ -69,9 +71,15 @@
 // The walk compiled twice (2026-11-26): once for interior strips, once for the others, so that each
 // loop holds one form of the copy: box3 66.2 -> 65.7 us, box9 80.5 -> 76.7 us (tuned 32x2 rows=16;
 // the same kind of runs; 3 rows ahead instead of 4 on top of it: 66.4 and 77.9).
-// Still about 1.6x on box9, above the 1.3x target: the row loop's ~157 instructions per warp and
+// Two sums per multiply-high (2026-11-29): the high half's output byte taken from the multiply-high
+// of the whole word instead of the half shifted down: the rounding of a lane's 16 bytes takes 36
+// instructions instead of 44 (8 shifts fewer). scripts/gpu-experiment.sh on the H200 (klab tune
+// on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed, medians of 5): box3 65.6 -> 64.4 us,
+// box9 76.7 -> 73.7 us, both tuned to 32x2 rows=16.
+// Still about 1.55x on box9, above the 1.3x target: the row loop's ~150 instructions per warp and
 // row, issued at 55 to 60% of the slots, are most of it (the probe, with nothing but box 9, is at
-// 1.56x).
+// 1.56x), and the structure alone is near the target: the probe's loop without the row sums (the
+// ring, the column slide and the stores: wrong pixels) runs at 1.28x to 1.50x the copy.
 // Tried and dropped (H200, 2026-11-26, before the edge tiles came first; copies of this file,
 // scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed,
 // medians of 5), box3 / box9 against this file's 77.0-77.5 / 95.2-95.6 us in the same runs:
@@ -105,6 +113,7 @@
 #include "harness/variant.hpp"
 #include "kernels/box_span.hpp"
 #include "kernels/box_sums.hpp"
+#include "kernels/box_word_rounding.hpp"
 
 namespace klab {
 namespace {
@@ -116,7 +125,6 @@ using box_span::kFullMask;
 using box_span::kLaneBytes;
 using box_span::kSpanBytes;
 using box_span::kWarp;
-using box_span::pack_bytes;
 using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
@@ -127,6 +135,8 @@ using box_sums::box_support;
 using box_sums::planes_of;
 using box_sums::rounding_of;
 using box_sums::Rounding;
+using box_word::half_quotients;
+using box_word::HalfQuotients;
 
 constexpr int kAhead = 4;         // rows copied into the ring ahead of the row that needs them
 constexpr int kMaxRadiusX = 4;    // rx * E <= 16 for every E: one neighbouring lane on each side
@@ -204,10 +214,14 @@ __device__ __forceinline__ uint4 output_bytes(const std::uint32_t (&s)[8], const
     std::uint32_t words[4];
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-        const std::uint32_t s0 = s[2 * w] & 0xffffu, s1 = s[2 * w] >> 16, s2 = s[2 * w + 1] & 0xffffu, s3 = s[2 * w + 1] >> 16;
-        words[w] = rounding.normalized ? pack_bytes(__umulhi(s0, rounding.inverse), __umulhi(s1, rounding.inverse),
-                                                    __umulhi(s2, rounding.inverse), __umulhi(s3, rounding.inverse))
-                                       : rounded_word(s0, s1, s2, s3, rounding);
+        if (rounding.normalized) {
+            // Bytes 0 and 2 of each word's quotients (kernels/box_word_rounding.hpp), four to a word.
+            const HalfQuotients first = half_quotients(s[2 * w], rounding.inverse);
+            const HalfQuotients second = half_quotients(s[2 * w + 1], rounding.inverse);
+            words[w] = __byte_perm(__byte_perm(first.low, first.high, 0x0060u), __byte_perm(second.low, second.high, 0x0060u), 0x5410u);
+        } else {
+            words[w] = rounded_word(s[2 * w] & 0xffffu, s[2 * w] >> 16, s[2 * w + 1] & 0xffffu, s[2 * w + 1] >> 16, rounding);
+        }
     }
     return make_uint4(words[0], words[1], words[2], words[3]);
 }
