@@ -2,6 +2,9 @@
 # The GPU job's regression gate (.github/workflows/gpu-bench.yml): the bench.json this job's
 # `klab run` wrote into results/<slug>/ against the one committed on the target branch, with
 # `klab compare`; its Markdown table goes to the job summary ($GITHUB_STEP_SUMMARY) and stdout.
+# results/<slug>/noise.json, where the checkout has one (HEAD's: klab run does not write it), is the
+# GPU model's learned run-to-run noise: passed as --noise, as scripts/ci-compare.sh passes HEAD's
+# (klab compare does not look for it itself).
 # Usage: bash scripts/gpu-gate.sh SLUG TARGET_BRANCH [KLAB]   (KLAB default build/release/klab)
 # Exit 0 when nothing regressed (or the target branch has no results/<slug>/bench.json yet, or
 # HEAD's commit message accepts it with the trailer `klab-compare: accept`, as scripts/ci-compare.sh
@@ -31,8 +34,13 @@ if ! git show "FETCH_HEAD:$new" >"$base" 2>/dev/null; then
 fi
 
 say "### $slug: this run against $new on $target ($(git rev-parse --short FETCH_HEAD))"
+noise=()
+if [[ -f results/$slug/noise.json ]]; then
+  noise=(--noise "results/$slug/noise.json")
+  echo "gpu-gate: noise file results/$slug/noise.json"
+fi
 rc=0
-"$klab" compare --format md "$base" "$new" >"$tmp/compare.md" || rc=$?
+"$klab" compare --format md ${noise[@]+"${noise[@]}"} "$base" "$new" >"$tmp/compare.md" || rc=$?
 tee -a "$summary" <"$tmp/compare.md"
 case $rc in
   0) say "gpu-gate: no regression"; exit 0 ;;
