@@ -73,7 +73,7 @@ void check_pipeline_options(const ApplyOptions& o) {
 
 namespace {
 
-constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, mask:FILE, sobel";
+constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, random:K, mask:FILE, sobel";
 
 }  // namespace
 

@@ -61,11 +61,12 @@ FilteredImage GpuFilter::filter(const ImageU8& image, const std::string& output_
     const PipelineRun run = run_path(*choice.variant, problem, choice.shape, image, filtered.image, notes);
     const ImageShape& in = image.shape();
     filtered.description =
-        fmt::format("{} with border {} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, pinning and "
-                    "transfers included)",
+        fmt::format("{} with border {} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, {})",
                     filter_text(s_.spec), to_string(s_.border), device_, choice.variant->name(),
                     requested_ != nullptr ? "" : " (auto)", to_string(choice.shape), in.width, in.height, in.channels,
-                    to_string(s_.layout), run.summary());
+                    to_string(s_.layout), run.summary(),
+                    o_.sync ? "the one-shot pipeline's set-up and the transfers included"
+                            : "pinning the images and the transfers included, the strip pipeline's set-up not");
     if (o_.verify) {
         filtered.description += "\nverified against the CPU reference: " +
                                 verify(*choice.variant, problem, image, filtered.image, output_name, progress);
@@ -88,7 +89,9 @@ autotune::TuningCache GpuFilter::load_cache(const std::string& results) {
 // pinning the two images for the call costs about 10 ms more (cudaHostRegister took 3.4 to 4.4
 // ms and cudaHostUnregister 1.6 ms per 8K RGB image), still ahead of the pageable one shot.
 // One `klab apply` of an 8K PNG printed 61 ms against 66 ms with --sync: for a single image
-// the call's own costs (device allocation, the result's host memory, pinning) dominate.
+// the call's own costs dominate (the result's host memory and pinning in the first, which leaves
+// out building the strip pipeline; the device buffers in the second). docs/apply.md says what each
+// printed time covers.
 PipelineRun GpuFilter::run_path(const Variant& variant, const Problem& problem, const LaunchShape& shape,
                                 const ImageU8& image, ImageU8& output, std::vector<std::string>& notes) const {
     const std::size_t needed = one_shot_bytes(variant, problem, shape);

@@ -84,8 +84,8 @@ void add_info_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("info", "Show the CUDA devices and their properties, and how klab was built");
     cmd->add_flag("--json", options->json, "Print JSON instead of text");
     cmd->add_option("--device", options->device,
-                    "Only this CUDA device (an index as listed here; CUDA_VISIBLE_DEVICES decides which are listed), or all "
-                    "(the default)");
+                    "Only this CUDA device (an index as listed here; CUDA_VISIBLE_DEVICES decides which are listed), or all: "
+                    "every device, as without --device, but an error (exit status 2) on a machine without one");
     cmd->callback([options] { run_info(*options); });
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Filter specifications as users write them on the command line:
 //   box:K  gaussian:K[:SIGMA]  sharpen  laplacian  emboss  unsharp:K[:SIGMA[:AMOUNT]]
-//   sobel  integral  mask:FILE
-// K is an odd side 1..31; SIGMA <= 0 or absent picks OpenCV's default; AMOUNT defaults to 1.
+//   random:K[:SEED]  sobel  integral  mask:FILE
+// K is an odd side 1..31; SIGMA <= 0 or absent picks OpenCV's default; AMOUNT defaults to 1;
+// SEED (of random's K x K general mask, masks::random) defaults to 1.
 #include <optional>
 #include <string>
 #include <string_view>
