@@ -155,7 +155,8 @@ int bench_main(int argc, char** argv) {
     app.allow_extras();
     app.set_help_flag();  // --help goes to Google Benchmark, after klab's flags are listed
     std::string study = "full";
-    app.add_option("--klab_study", study, "full (the seeds' study), quick (HD and 8K) or smoke (tiny images)")
+    app.add_option("--klab_study", study,
+                   "full (the seeds' study), quick (HD and 8K, and the integral images at 4K and 4096x4096) or smoke (tiny images)")
         ->capture_default_str();
     app.add_option("--klab_results", settings().results, "Results directory holding <gpu-slug>/autotune.json")->capture_default_str();
     std::string device_option;  // klab's --device N (harness/device_select.hpp); empty: the current device

@@ -49,7 +49,7 @@ struct Workspace {
     // Fills the output with the reference's complement, so that a pixel the variant never
     // writes differs from the reference.
     void poison_output();
-    // The output of the run just made against the reference (DESIGN.md's numeric contract).
+    // The output of the run just made against the reference (docs/numeric-contract.md).
     Verification verify_output(const Variant& variant);
 };
 

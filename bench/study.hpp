@@ -44,7 +44,7 @@ std::string format_name(const ImageShape& shape);
 std::string filter_name(const Problem& problem);
 
 // Bytes one run of `problem` must read and write at the least: the input once, the output once
-// (its element type by DESIGN.md's integral rule).
+// (its element type by the integral rule of docs/numeric-contract.md).
 struct Traffic {
     double bytes_read = 0;
     double bytes_written = 0;

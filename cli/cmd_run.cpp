@@ -183,7 +183,9 @@ void add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand(
         "run", "The main job: tune what is not tuned yet, benchmark every variant on the seeds' study, write results/<gpu>/");
-    cmd->add_option("--study", o->study, "full (the seeds' study), quick (HD and 8K only) or smoke (tiny images)")
+    cmd->add_option("--study", o->study,
+                    "full (the seeds' study), quick (HD and 8K, and the integral images at 4K and 4096x4096) or smoke "
+                    "(tiny images)")
         ->check(CLI::IsMember({"full", "quick", "smoke"}))
         ->capture_default_str();
     cmd->add_option("--repetitions", o->repetitions, "Repetitions of each benchmark (klab compare needs 4 or more)")
@@ -195,7 +197,9 @@ void add_run_command(CLI::App& app) {
                     "Output folder for bench.json and the report (default: <results>/<gpu-slug>; required with --filter "
                     "or a study other than full)");
     cmd->add_option("--filter", o->filter, "Only the benchmarks whose names match this regex (Google Benchmark's filter)");
-    cmd->add_flag("!--no-tune", o->tune, "Do not tune missing classes first (their rows use the default shape)");
+    cmd->add_flag("!--no-tune", o->tune,
+                  "Do not tune missing classes first (their rows take the lookup ladder's shape: this GPU's record at the "
+                  "nearest size, else one of the same compute capability, else the variant's default)");
     cmd->add_flag("!--no-report", o->report, "Do not write report.md and the plots");
     cmd->add_option("--device", o->device,
                     "The CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: one study "
