@@ -19,6 +19,8 @@ CuPy, PyTorch and OpenCV.
 
 from __future__ import annotations
 
+import numbers
+
 from . import _arrays, _klab
 
 __version__ = _klab.__version__
@@ -37,8 +39,9 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
     """Filters image `a` with `spec` and returns the result (`out` when given).
 
     spec: box:K, gaussian:K[:SIGMA], sharpen, laplacian, emboss, unsharp:K[:SIGMA[:AMOUNT]],
-        mask:FILE, sobel (1 channel out) or integral (uint32 sums, uint64 where 255*W*H >= 2^32),
-        as `klab apply --filter` takes them.
+        random:K[:SEED] (a random KxK mask, seed 1 by default), mask:FILE, sobel (1 channel out)
+        or integral (uint32 sums, uint64 where 255*W*H >= 2^32), as `klab apply --filter` takes
+        them.
     border: constant[:V], replicate, mirror (reflect-101), reflect, wrap.
     variant: "auto" (the fastest verified variant of the tuning cache for this GPU and problem,
         else a default) or a name from klab.variants(). GPU only.
@@ -48,9 +51,10 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
     layout: "hwc" (interleaved) or "chw" (planar) for 3-D arrays.
     backend: None (where `a` is), "cpu" (the CPU reference; host arrays) or "gpu" (CUDA arrays in
         place; host arrays copied through the GPU).
-    verify: GPU: compare with the CPU reference; a difference raises klab.VerificationError.
+    verify: GPU: compare with the CPU reference; a difference raises klab.VerificationError (a
+        CUDA out then holds the GPU's result, a host out is unchanged).
     results: the tuning cache's folder (default: $KLAB_RESULTS, else ./results).
-    threads: threads of the CPU reference (0: one per hardware thread).
+    threads: threads of the CPU reference, an int >= 0 (0: one per hardware thread).
     return_report: return (result, report), the report saying which variant ran and why, and the
         addresses of the input and output pixels it ran on.
     """
@@ -63,7 +67,10 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
         raise ValueError(f"layout={layout!r}; allowed: 'hwc' (H, W, C) or 'chw' (C, H, W)")
     if backend not in _BACKENDS:
         raise ValueError(f"backend={backend!r}; allowed: None (where the array is), 'cpu' or 'gpu'")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+    if not isinstance(threads, numbers.Integral) or isinstance(threads, bool):  # NumPy's integers too
+        raise TypeError(f"threads is a {type(threads).__qualname__}; allowed: an int >= 0 (0: one per hardware thread)")
+    threads = int(threads)
+    if threads < 0:
         raise ValueError(f"threads={threads!r}; allowed: an int >= 0 (0: one per hardware thread)")
     op = _klab.filter_op(spec)  # a bad spec raises ValueError here, before any work
 

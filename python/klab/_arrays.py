@@ -188,7 +188,8 @@ def output_shape(image: Image, ndim: int, layout: str, channels: int) -> tuple:
 
 
 def allocate(like: Array, shape: tuple, dtype: str):
-    """A new array of `like`'s kind and place."""
+    """A new array of `like`'s kind and place (a NumPy array for a host object of another library;
+    a CUDA array of another library raises TypeError: out= is needed)."""
     if like.kind == "numpy" or (like.device is None and like.kind == "other"):
         return np.empty(shape, dtype=dtype)
     if like.kind == "torch":

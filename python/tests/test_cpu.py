@@ -89,6 +89,13 @@ def test_out_is_filled_and_returned_and_may_be_the_input():
     assert np.array_equal(a, expected)
 
 
+def test_threads_take_any_integer():
+    a = image()
+    expected = klab.filter(a, "box:5")
+    for threads in (1, 3, np.int64(2), np.uint8(4)):
+        assert np.array_equal(klab.filter(a, "box:5", threads=threads), expected)
+
+
 def test_integral_sums_in_their_element_type():
     a = image(channels=4)
     sums = klab.integral(a)
@@ -142,6 +149,9 @@ def test_bad_input_raises_with_what_is_allowed():
     raises(ValueError, "CPU backend is the reference", a, "box:3", verify=True)
     raises(ValueError, "backend=", a, "box:3", backend="tpu")
     raises(ValueError, "threads=", a, "box:3", threads=-1)
+    raises(TypeError, "threads is a str", a, "box:3", threads="2")
+    raises(TypeError, "threads is a float", a, "box:3", threads=2.0)
+    raises(TypeError, "threads is a bool", a, "box:3", threads=True)
     raises(ValueError, "allowed: (37, 53, 1)", a, "sobel", out=np.empty(a.shape, np.uint8))
 
 
