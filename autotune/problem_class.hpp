@@ -3,9 +3,10 @@
 // resolution bucket (480p, 720p, HD, 4K, 8K) with what decides a variant's best shape besides the
 // size: for a convolution the mask size, channels and layout; for Sobel the channels (gray or
 // colour) and layout; for the integral image the channels, layout and the sums' type (u32 or u64,
-// DESIGN.md's rule). Every problem falls into one class (its resolution bucket is the nearest by
-// pixel count), and each class has one representative problem that the tuner measures: a natural
-// synthetic image of the bucket's size, border replicate, with a Gaussian mask for a convolution.
+// by the rule in docs/numeric-contract.md). Every problem falls into one class (its resolution
+// bucket is the nearest by pixel count), and each class has one representative problem that the
+// tuner measures: a natural synthetic image of the bucket's size, border replicate, with a Gaussian
+// mask for a convolution.
 #include <string>
 #include <string_view>
 

@@ -1,6 +1,6 @@
 #pragma once
 // The variant interface and the registry: the one seam between harness/ and kernels/
-// (DESIGN.md, "Layers"). Each kernels/<op>_<technique>.cu defines one class derived from Variant
+// (docs/architecture.md). Each kernels/<op>_<technique>.cu defines one class derived from Variant
 // and registers it with KLAB_REGISTER_VARIANT at the bottom of the file. Tests, the tuner, the
 // benchmarks and the CLI find variants only through the registry.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Verification of a variant's output against the CPU reference (DESIGN.md, "numeric contract").
+// Verification of a variant's output against the CPU reference (docs/numeric-contract.md).
 //
 // Integer results (integral images, Sobel) must match exactly: verify_exact().
 //
@@ -45,7 +45,7 @@ struct Verification {
     std::optional<PixelMismatch> first;  // the first differing element in row-major (y, x, c) order
 
     bool ok() const { return differing == 0; }
-    // "ok: 6220800 values, 3 within the fp32 tie bound" or
+    // "ok: 6220800 values equal, 3 within the fp32 tie bound" or
     // "12 of 6220800 values differ; first at x=5 y=0 c=2: 17, reference 18; ..."
     std::string summary() const;
 };

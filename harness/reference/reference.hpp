@@ -1,7 +1,7 @@
 #pragma once
-// The CPU reference: the one implementation every GPU variant is judged against (DESIGN.md,
-// "Operations and their numeric contract"). Simple loops, double accumulation, the contract's
-// rounding, the shared border_index(). Every function takes a thread count (1 = sequential, 0 =
+// The CPU reference: the one implementation every GPU variant is judged against
+// (docs/numeric-contract.md). Simple loops, double accumulation, the contract's rounding, the
+// shared border_index(). Every function takes a thread count (1 = sequential, 0 =
 // one per hardware thread); the result is bit-identical for every count.
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,5 @@
 // Border modes: the index mapping, the spec parser, and seed 000's padding example (the golden
-// test of DESIGN.md), padded by one pixel with every mode.
+// test of docs/numeric-contract.md), padded by one pixel with every mode.
 #include <gtest/gtest.h>
 
 #include <vector>

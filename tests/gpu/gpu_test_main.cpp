@@ -1,5 +1,5 @@
 // main() of the GPU suites, with a listener that fails any test leaving a CUDA error or
-// unfinished work behind (DESIGN.md, "Testing").
+// unfinished work behind (docs/building.md, "Tests").
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>

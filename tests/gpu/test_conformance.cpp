@@ -1,5 +1,5 @@
 // The conformance suite: every registered variant × a table of problems, each result verified
-// against the CPU reference with DESIGN.md's rule (harness/verify.hpp).
+// against the CPU reference with the rule of docs/numeric-contract.md (harness/verify.hpp).
 //
 // The table covers tiny images (1x1, 1x7, 7x1, 2x3, 5x5 under a 9x9 mask), sizes that are no
 // multiple of any block side (17x13, 33x31, 127x65), 640x480 and 1920x1080; 1, 3 and 4 channels;

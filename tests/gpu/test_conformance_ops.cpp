@@ -1,6 +1,6 @@
 // Conformance suites of the sobel and integral operations: every registered variant of the op × a
 // table of problems (op_conformance.hpp), each result compared element for element with the CPU
-// reference (verify_exact: these results are integers; DESIGN.md).
+// reference (verify_exact: these results are integers; docs/numeric-contract.md).
 // OpConformanceTables.EveryVariantSupportsEveryCaseOfItsOp (CPU only) holds every sobel and integral
 // variant to every case of its op's table, so that a supports() refusing problems cannot shrink the
 // suite silently. The exact test of the box variants is in test_conformance_box_exact.cpp, two plans

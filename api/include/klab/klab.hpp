@@ -9,10 +9,11 @@
 //   else blurred = klab::filter_on_cpu(image, "gaussian:5");
 //
 // Filters are the specs `klab apply --filter` takes: box:K, gaussian:K[:SIGMA], sharpen,
-// laplacian, emboss, unsharp:K[:SIGMA[:AMOUNT]], mask:FILE, sobel; integral images through
-// klab::integral(). Images are 8-bit with 1, 3 or 4 channels, interleaved (AoS, HWC) or planar
-// (SoA, CHW), any row pitch (harness/image.hpp). Every error is a klab::Error whose message says
-// what was wrong and what is allowed; nothing is written to an output when a check fails.
+// laplacian, emboss, unsharp:K[:SIGMA[:AMOUNT]], random:K[:SEED] (a random KxK mask, seed 1 by
+// default), mask:FILE, sobel; integral images through klab::integral(). Images are 8-bit with 1, 3
+// or 4 channels, interleaved (AoS, HWC) or planar (SoA, CHW), any row pitch (harness/image.hpp).
+// Every error is a klab::Error whose message says what was wrong and what is allowed; nothing is
+// written to an output when a check fails.
 //
 // The GPU runs on the current CUDA device (FilterOptions::device picks another). `auto` is what
 // `klab apply --variant auto` does: the fastest variant that passes re-verification in the tuning
@@ -53,7 +54,8 @@ struct FilterReport {
 };
 
 // Thrown by FilterOptions::verify when the GPU's result breaks the verification rule
-// (harness/verify.hpp); the output then holds the GPU's result.
+// (harness/verify.hpp). A device output then holds the GPU's result; a host output is left as it
+// was (the check comes before it is assigned).
 class VerificationFailed : public Error {
 public:
     using Error::Error;
