@@ -4,6 +4,7 @@
 
 #include "cli/apply_options.hpp"
 #include "harness/error.hpp"
+#include "harness/filter_spec.hpp"
 #include "harness/variant.hpp"
 
 namespace klab::cli::apply {
@@ -71,19 +72,13 @@ void check_pipeline_options(const ApplyOptions& o) {
     }
 }
 
-namespace {
-
-constexpr const char* kGpuFilters = "box:K, gaussian:K, sharpen, laplacian, emboss, unsharp:K, random:K, mask:FILE, sobel";
-
-}  // namespace
-
 void require_gpu_operation(const FilterSpec& spec) {
     const Operation op = spec.operation;
     if (op == Operation::integral) {
         throw Error(fmt::format("--backend gpu --filter {}: klab apply computes integral images on the CPU only (their sums "
                                 "carry across the whole image, so they cannot go through the strip pipeline)",
                                 spec.text),
-                    fmt::format("--backend cpu for integral, or --backend gpu with {}", kGpuFilters));
+                    fmt::format("--backend cpu for integral, or --backend gpu with any other filter ({})", kFilterSpecHelp));
     }
     if (Registry::instance().for_op(op).empty()) {
         throw Error(fmt::format("--backend gpu --filter {}: no GPU variant of {} is registered in this build", spec.text,
