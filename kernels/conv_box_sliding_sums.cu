@@ -2,14 +2,15 @@
 //
 // Technique: a box mask has one coefficient m, so out = round(m * S) with S the integer sum of the
 // pixels under the box, and S separates into column sums V (the box's height) summed along the row
-// (its width). A block owns a tile of `tile` output bytes of a stored row and walks down a strip of
-// `rows` rows (tuned), G rows (`group`, tuned) at a time, in two passes that meet in shared memory:
+// (its width). A block owns a tile of a stored row (tile_bytes output bytes: what the block's span of
+// 8 bytes per thread holds besides the box's halo) and walks down a strip of `rows` rows (tuned), G
+// rows (`group`, tuned) at a time, in two passes that meet in shared memory:
 //   column pass: each thread keeps V for 8 columns of the tile and its halo in registers, two to a
 //           32-bit word (16-bit lanes: V <= 31 * 255 < 2^16, and V + new - old never borrows
 //           because V holds old), and slides it down one row at a time: one 8-byte load of the
 //           entering row, one of the leaving row (read 2 * ry + 1 rows earlier: an L1 or L2 hit),
-//           four byte permutes and four three-input adds per 8 columns. It writes V of each of the
-//           G rows to shared memory.
+//           eight byte permutes and four three-input adds per 8 columns (a thread and row). It
+//           writes V of each of the G rows to shared memory.
 //   row pass: each thread owns one of the G rows and a segment of the tile (an odd number of
 //           4-pixel chunks, so that the segments' shared-memory reads fall in distinct banks) and
 //           slides S along it, per channel: S += V(e + rx * E) - V(e - (rx + 1) * E), two
@@ -23,14 +24,15 @@
 // warp scan and two shared-memory reads at fixed offsets, each warp's rows one dependent chain,
 // 100 registers, 26 instructions per output byte, 28% of issue slots busy on 8K box 9x9): the row
 // sums slide along each thread's own segment, so a block's rows and segments are independent
-// chains, the column pass needs no scan, and the registers are few (occupancy is set by shared
-// memory, up to 48 KB per block).
+// chains, the column pass needs no scan, and the registers are few (62 or 63, which allow 32 warps
+// per SM; at group=16 shared memory, up to 48 KB per block, allows fewer).
 // Borders: rows outside the image are mapped per row; a thread whose 8 columns reach outside the
 // row, or whose rows are not 8-byte aligned, reads byte by byte from offsets the border rule gives
-// once per group. Strips away from the top and bottom take a copy of the column pass without row
-// mapping, loads of 8 rows in flight. A strip's first 2 * ry + 1 rows (the sums before its first
-// output) are loaded 4 rows at a time through the border rule (a second, unbordered copy of that
-// loop spilled). The strips share the image's rows evenly, none left short.
+// once per group. Groups whose rows and box rows lie inside the image take, in threads with 8-byte
+// loads, a copy of the column pass without row mapping, loads of 8 rows in flight. A strip's first
+// 2 * ry + 1 rows (the sums before its first output) are loaded 4 rows at a time through the border
+// rule (a second, unbordered copy of that loop spilled). The strips share the image's rows evenly,
+// none left short.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned).
@@ -153,8 +155,7 @@ __device__ __forceinline__ void slide_columns(std::uint32_t (&v)[4], uint2 add, 
     v[3] = v[3] + __byte_perm(add.y, 0u, 0x4342u) - __byte_perm(remove.y, 0u, 0x4342u);
 }
 
-// Slides V down rows y ... y + rows - 1 and writes each row's V to shared row j of `sums` (u32
-// words of two sums).
+// Writes V, 4 u32 words of two sums, to this thread's words of a shared row of column sums.
 __device__ __forceinline__ void store_sums(const std::uint32_t (&v)[4], std::uint32_t* row) {
     row[0] = v[0], row[1] = v[1], row[2] = v[2], row[3] = v[3];
 }
@@ -225,8 +226,8 @@ __device__ __forceinline__ uint2 bordered_columns(const ImageView<const std::uin
                       __byte_perm(__byte_perm(bytes[4], bytes[5], 0x0040u), __byte_perm(bytes[6], bytes[7], 0x0040u), 0x5410u));
 }
 
-// The bordered form: strips at the top and bottom of the image, and threads at the row's ends or
-// on rows not aligned for 8-byte loads. A row at a time.
+// The bordered form: groups whose box rows reach past the image's top or bottom, and threads at
+// the row's ends or on rows not aligned for 8-byte loads. A row at a time.
 template <int E>
 __device__ __forceinline__ void bordered_column_pass(const ImageView<const std::uint8_t>& in, int plane, int y, int rows, int ry, int e0,
                                                   bool vector, Border border, std::uint32_t (&v)[4], std::uint32_t* sums,
@@ -413,12 +414,14 @@ public:
         space.default_shape = LaunchShape{kWarp, 4, {{"group", 16}, {"rows", 64}}};
         return space;
     }
-    // 32x4 blocks, 16 rows at a time, and the tallest strips that still give every SM of a 132-SM
-    // GPU 4 blocks (what 48 KB of shared memory per block allows): 64 rows at 8K RGB.
+    // 32x4 blocks, 16 rows at a time (8 where 16 take more than 48 KB of shared memory: 1-byte
+    // elements and boxes up to 25 wide), and the tallest strips that still give every SM of a 132-SM
+    // GPU 4 blocks (what 48 KB of shared memory per block allows): 128 rows at 8K RGB AoS (27 tiles
+    // x 34 strips); 32 on small images.
     LaunchShape default_shape(const Problem& problem) const override {
         LaunchShape shape = tuning_space().default_shape;
         int group = 16;
-        if (!check_shape(problem, shape)) group = 8;  // a wide box of 4-byte pixels
+        if (!check_shape(problem, shape)) group = 8;  // 1-byte elements, boxes up to 25 wide: over 48 KB
         shape.parameters = {{"group", group}, {"rows", kStripRows.front()}};
         const Tiling t = tiling_of(problem, shape);
         const long long tiles = static_cast<long long>(grid_side(problem.shape.width * rows::element_stride(problem.shape), std::max(t.tile_bytes, 1))) *

@@ -10,8 +10,8 @@
 //   columns: V slides down one row at a time in registers, two to a 32-bit word (16-bit lanes:
 //            V <= 31 * 255 < 2^16, and V + new - old never borrows because V holds old): one
 //            16-byte load of the entering row, one of the leaving row (read 2 * ry + 1 rows earlier:
-//            an L1 or L2 hit), eight byte permutes and eight three-input adds per lane. The next
-//            row's two loads are issued before this row's sums are worked out;
+//            an L1 or L2 hit), sixteen byte permutes and eight three-input adds per lane and row.
+//            The next row's two loads are issued before this row's sums are worked out;
 //   prefix:  P(j), the sum of V over the span's bytes up to j of j's channel: each lane's prefix of
 //            its own 16 values (elements E apart, E the pixel's bytes), then the lanes' carries by
 //            one warp scan of the lanes' per-channel totals (gray: one 32-bit value; RGB: three
@@ -368,7 +368,8 @@ public:
     Support supports(const Problem& problem) const override { return box_support(problem); }
     TuningSpace tuning_space() const override { return warp_span_tuning_space(); }
     // 32x4 blocks and the tallest strips that still give a 132-SM GPU 32 warps per SM (what 64
-    // registers allow): 32 rows at 8K RGB (48 tiles x 135 strips); 16 on small images.
+    // registers would allow; at the kernels' 80, 24 warps are resident, so at least 1.3 waves): 32
+    // rows at 8K RGB (box 9x9: 48 tiles x 135 strips, 2 waves); 16 on small images.
     LaunchShape default_shape(const Problem& problem) const override {
         LaunchShape shape = tuning_space().default_shape;
         int rows = kStripRows.front();

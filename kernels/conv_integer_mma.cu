@@ -10,7 +10,7 @@
 // conversion) by those matrices, one per digit, accumulated exactly in s32 over the mask rows.
 // The output is (S2 * 65536 + S1 * 256 + S0) * 2^-e, two fp32 roundings, then the store rule.
 // A 32-byte window holds the 8 outputs and the mask's reach R*S elements on both sides (S: 1 gray
-// or SoA, 3 RGB, 4 RGBA) while R*S <= 12; where R*S <= 4 (gray and SoA up to 9x9, RGB 3x3) a
+// or SoA, 3 RGB, 4 RGBA) while R*S <= 12; where R*S <= 4 (gray and SoA up to 9x9, RGB and RGBA 3x3) a
 // 16-byte window does, and two mask rows share one product; RGBA 9x9 takes two windows per row.
 // Block: warps_x x warps_y warps (the block 32*warps_x x warps_y, tuned); each warp computes 16 rows
 // x 32 elements (four 8-wide tiles) of the block's tile of 16*warps_y rows x 32*warps_x elements,
@@ -19,8 +19,9 @@
 // into two buffers; rows outside the image are mapped once per row, and tiles whose columns cross
 // the left or right edge (or rows not 16-byte aligned) map every byte by the border rule. Results
 // go through a per-warp staging area to 16-byte streaming stores. The digit matrices, in the
-// lanes' fragment order, are computed from the device mask by a one-block kernel launched first
-// (into the plan's scratch memory) and read into shared memory by every block.
+// lanes' fragment order, are computed from the device mask by a small kernel launched first (a
+// thread per table entry, blocks of 128; into the plan's scratch memory) and read into shared
+// memory by every block.
 // Exactness: every product of a byte and a digit, and every s32 sum (at most 81 * 255 * 128 < 2^22
 // per digit), is exact. Each sum S starts at the bit pattern of 1.5 * 2^23, so the float with the
 // accumulator's bits is 1.5 * 2^23 + S exactly (integer_digits.hpp's combine_digits() recombines the

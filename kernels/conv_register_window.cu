@@ -2,22 +2,31 @@
 //
 // Technique (issue 14, step 2 of the general-mask ladder, over conv.tile_fp32): a block of T
 // threads walks down a strip of `rows` output rows (tuned) one input row at a time. Each thread
-// owns 8 consecutive elements of the row and keeps 2R+1 rows x 8 fp32 accumulators in registers:
-// an input row, converted to fp32 once (per block, into a row buffer in shared memory), is
-// multiplied into every output row it touches while it is in registers, so each input element is
-// converted once and read from shared memory once per thread that needs it, instead of (2R+1)^2
-// times. The taps are kernel parameters at compile-time indices (FFMA operands straight from the
-// parameter bank), the radius a template parameter, the accumulator rows rotated by unrolling
-// 2R+1 steps (no moves). Loads: one synchronous 8-byte load per thread and row, issued a row
-// ahead. The border is resolved only by the threads whose elements cross the image's left or
-// right edge (and for rows outside the image), halo threads at the ends of the block's segment
-// load what the mask reaches beyond it (harness/row_stream.hpp: stream_strip, SlidingWindow2D).
+// owns G consecutive elements of the row and keeps 2R+1 rows x G fp32 accumulators in registers;
+// G = 16 for masks up to 5x5, 8 for larger ones, whose 2R+1 rows of 16 accumulators would not fit
+// in the registers (harness/row_stream.hpp: elements_per_thread). An input row, converted to fp32
+// once (per block, into a row buffer in shared memory), is multiplied into every output row it
+// touches while it is in registers, so each input element is converted once and read from shared
+// memory once per thread that needs it, instead of (2R+1)^2 times. The taps are kernel parameters
+// at compile-time indices (FFMA operands straight from the parameter bank), the radius a template
+// parameter. Up to 5x5 the accumulator rows are rotated by unrolling 2R+1 steps (no moves); for
+// larger masks 2R+1 unrolled steps would be too long for the instruction cache, so one step is
+// unrolled and the rows move down by one after each (2R rows of 8 values moved per input row).
+// Loads: the thread's G bytes of a row, read as a Bytes<G> (words, 4-byte aligned), so as G/4
+// synchronous 4-byte loads (four up to 5x5, two above), issued a row ahead. Stores: one 16-byte
+// store per thread and output row up to 5x5, one 8-byte store above. The border is resolved only
+// by the threads whose elements cross the image's left or right edge (and for rows outside the
+// image), halo threads at the ends of the block's segment load what the mask reaches beyond it
+// (harness/row_stream.hpp: stream_strip, SlidingWindow2D).
 // Preconditions: masks up to 9x9 (R = max(rx, ry) <= 4; a non-square mask is zero-padded to
 // (2R+1)x(2R+1), exact since a zero tap adds +0); every border, 1/3/4 channels, AoS and SoA, any
-// pitch (rows whose address is not 8-byte aligned take the element-by-element path), any size.
-// Block: 64, 128 or 256 threads in x; shared memory T x 64 bytes.
+// pitch (unless the input image's address and pitch are both multiples of G bytes, 16 up to 5x5
+// and 8 above, every row is read element by element; an output row whose address is not G-byte
+// aligned is stored byte by byte), any size.
+// Block: 64, 128 or 256 threads in x; shared memory T x 128 bytes up to 5x5, T x 64 bytes above
+// (two fp32 row buffers of G floats per thread).
 // Deliberately not done: one row of prefetch only (conv.register_window_async keeps 8 in
-// flight), no skipping of zero taps, no 16-byte accesses.
+// flight), no skipping of zero taps.
 // Measured on an NVIDIA H200 (klab-bench, L2 flushed, default shape 128x1 rows=32 (3x3) or 64 (9x9) at 8K and
 // rows=4 at HD, untuned, medians of 3; device run of 2026-11-24): 8K RGB AoS random9 567 us (2.29x
 // its roofline; conv.tile_fp32 1146 us), sharpen 244 us (5.1x the copy floor), HD sharpen 44.5 us.
@@ -45,7 +54,8 @@ class ConvRegisterWindow final : public rows::StripVariant {
 public:
     std::string name() const override { return "conv.register_window"; }
     std::string technique() const override {
-        return "register blocking: 8 elements x a sliding window of output rows per thread, fp32 rows in shared memory";
+        return "register blocking: 16 elements (8 above 5x5) x a sliding window of output rows per thread, "
+               "fp32 rows in shared memory";
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const DeviceBuffers& b = plan.buffers;

@@ -2,12 +2,14 @@
 // rows, input rows streamed ahead into shared memory by asynchronous copies (cp.async).
 //
 // Technique (issue 14, step 3 of the general-mask ladder): conv.register_window with a deeper
-// supply of input. Each thread still owns 8 consecutive elements of a row and keeps 2R+1 rows of
-// 8 fp32 accumulators in registers, the mask's taps as compile-time-indexed kernel parameters;
-// what changes is how its bytes arrive. Instead of one synchronous 8-byte load of the next row,
-// every thread keeps kDepth = 8 rows of its 8 bytes in flight with cp.async (8 bytes each, into a
-// ring of per-thread slots in shared memory, no registers held while the copies fly), so that a
-// block keeps 8 x T x 8 bytes of DRAM requests outstanding: the memory-level parallelism that
+// supply of input. Each thread still owns G consecutive elements of a row and keeps 2R+1 rows of
+// G fp32 accumulators in registers (G = 16 for masks up to 5x5, 8 for larger ones:
+// harness/row_stream.hpp, elements_per_thread), the mask's taps as compile-time-indexed kernel
+// parameters; what changes is how its bytes arrive. Instead of conv.register_window's synchronous
+// 4-byte loads of the next row, every thread keeps kDepth = 8 rows of its G bytes in flight with
+// cp.async (one 16-byte copy per row up to 5x5, one 8-byte copy above, into a ring of per-thread
+// slots in shared memory, no registers held while the copies fly), so that a block keeps
+// 8 x T x G bytes of DRAM requests outstanding: the memory-level parallelism that
 // conv.register_window's single-row prefetch lacks at the occupancy its registers allow.
 // Unchanged from conv.register_window: the fp32 row buffer (each element converted once per
 // block, neighbours read from the swizzled buffer, harness/row_stream.hpp), the border resolved
@@ -15,8 +17,11 @@
 // ends of the block's row segment, strips of `rows` output rows per block (tuned).
 // Preconditions: masks up to 9x9 (R = max(rx, ry) <= 4; a non-square mask is zero-padded to
 // (2R+1)x(2R+1), exact since a zero tap adds +0); every border, 1/3/4 channels, AoS and SoA, any
-// pitch (rows whose address is not 8-byte aligned take the element-by-element path), any size.
-// Block: T = 64, 128 or 256 threads in x (one row of threads); shared memory T x 128 bytes.
+// pitch (unless the input image's address and pitch are both multiples of G bytes, 16 up to 5x5
+// and 8 above, every row is read element by element; an output row whose address is not G-byte
+// aligned is stored byte by byte), any size.
+// Block: T = 64, 128 or 256 threads in x (one row of threads); shared memory T x 256 bytes up to
+// 5x5, T x 128 bytes above (per thread: two fp32 row buffers of G floats, the ring's 8 x G bytes).
 // Deliberately not done: no skipping of zero taps (sharpen's four zeros are multiplied), no TMA.
 // Measured on an NVIDIA H200 (klab-bench, L2 flushed, default shape 128x1 rows=32 (3x3) or 64 (9x9) at 8K and
 // rows=4 at HD, untuned, medians of 3; device run of 2026-11-24): 8K RGB AoS random9 551 us (2.22x
@@ -55,7 +60,8 @@ class ConvRegisterWindowAsync final : public rows::StripVariant {
 public:
     std::string name() const override { return "conv.register_window_async"; }
     std::string technique() const override {
-        return "register blocking (8 elements x a sliding window of output rows per thread), rows streamed ahead by cp.async";
+        return "register blocking: 16 elements (8 above 5x5) x a sliding window of output rows per thread, "
+               "rows streamed ahead by cp.async";
     }
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
         const DeviceBuffers& b = plan.buffers;

@@ -12,10 +12,11 @@
 //   - the input rows of chunk k + 1 (the band, 16 bytes left of it, the row factor's reach right)
 //     are loaded into registers (16-byte loads) while chunk k is filtered, and stored into the
 //     warp's input buffer in shared memory when chunk k + 1 starts;
-//   - row pass: 24 MMAs per chunk (8 tiles of 8 elements x 3 digits), each digit's sum starting at
-//     the bits of 1.5 * 2^23, so that the float with the accumulator's bits is 1.5 * 2^23 + S; the
-//     three sums become S2 * 2^16 + S1 * 2^8 + S0 in three fp32 instructions (two roundings) and go
-//     into the warp's ring of row results: three slots of 8 rows, the chunk's rows g into slot
+//   - row pass: 24 MMAs per chunk (8 tiles of 8 elements x 3 digits; 48 for RGBA 9x9, whose tiles
+//     take two 32-byte windows each), each digit's sum starting at the bits of 1.5 * 2^23, so
+//     that the float with the accumulator's bits is 1.5 * 2^23 + S; the three sums become
+//     S2 * 2^16 + S1 * 2^8 + S0 in three fp32 instructions (two roundings) and go into the warp's
+//     ring of row results: three slots of 8 rows, the chunk's rows g into slot
 //     2k mod 3, rows g + 8 into slot 2k + 1 mod 3, so that no lane's address wraps;
 //   - column pass, 2R rows behind: each lane owns 2 columns of the band, reads the 16 + 2R ring rows
 //     that the chunk's outputs take (one 8-byte load each: every row result read once per chunk)
@@ -32,7 +33,8 @@
 // every border, 1/3/4 channels, AoS and SoA (one grid layer per plane), any pitch, any size. The
 // 8-bit mma.sync needs compute capability 8.0 or later (enqueue refuses older GPUs). Masks whose
 // scaled column factor would lose bits (subnormal floats) are refused.
-// Block: 32 x W threads (W warps side by side, each its own band), strips of 16 * `chunks` rows.
+// Block: 32W x 1 threads (W = 2, 4 or 8 warps side by side, each its own band), strips of
+// 16 * `chunks` rows.
 // Measured on an NVIDIA H200 (device run of 2026-11-28: klab tune, then klab-bench, L2 flushed,
 // medians of 3; the committed run in results/nvidia-h200/ has the current figures): 8K RGB AoS
 // gauss9 135.2 us at 128x1 chunks=4, 2.46x its roofline (the FMA floor, 55.1 us; 2.85x the copy

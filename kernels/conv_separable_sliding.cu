@@ -3,21 +3,25 @@
 //
 // Technique (issue 14, the separable ladder's step over conv.separable_fused): a block of T
 // threads walks down a strip of `rows` output rows (tuned). For each input row, every thread
-// converts its 8 elements to fp32 once into a row buffer in shared memory, takes its window of
-// 8 + 2P elements from it, computes the row pass (2R+1 taps x 8 elements) in registers and adds
-// the 8 row sums into the 2R+1 output rows they belong to (rolling column accumulators, rotated by
-// unrolling 2R+1 steps). So a row is row-filtered exactly once per strip, where
+// converts its G elements (G = 16 for masks up to 5x5, 8 for larger ones: harness/row_stream.hpp,
+// elements_per_thread) to fp32 once into a row buffer in shared memory, takes its window of
+// G + 2P elements from it, computes the row pass (2R+1 taps x G elements) in registers and adds
+// the G row sums into the 2R+1 output rows they belong to (rolling column accumulators, rotated by
+// unrolling 2R+1 steps, at every radius). So a row is row-filtered exactly once per strip, where
 // conv.separable_fused row-filters the 2R halo rows of each 32-row tile again (25% more row work
 // for 9x9), and no fp32 intermediate tile is written to or read back from shared memory: only the
 // raw row goes through it. Input rows arrive through a ring of 8 rows per thread filled by
-// cp.async (8 bytes each), so a block keeps 8 rows of requests in flight. The factors are those of
-// conv.separable_2pass and conv.separable_fused (klab::separable_variant_factors(), the same
-// coefficient_error()), as compile-time-indexed kernel parameters. Driver, border handling, halo
-// threads and the row buffer: harness/row_stream.hpp (stream_strip).
+// cp.async (one 16-byte copy per row up to 5x5, one 8-byte copy above), so a block keeps 8 rows of
+// requests in flight. The factors are those of conv.separable_2pass and conv.separable_fused
+// (klab::separable_variant_factors(), the same coefficient_error()), as compile-time-indexed
+// kernel parameters. Driver, border handling, halo threads and the row buffer:
+// harness/row_stream.hpp (stream_strip).
 // Preconditions: rank-1 masks up to 9x9 (R = max(rx, ry) <= 4; the narrower factor is zero-padded,
-// exact); every border, 1/3/4 channels, AoS and SoA, any pitch (rows whose address is not 8-byte
-// aligned take the element-by-element path), any size. Block: 64, 128 or 256 threads in x.
-// Deliberately not done: no use of the mask's symmetry, no 16-byte accesses, no TMA.
+// exact); every border, 1/3/4 channels, AoS and SoA, any pitch (unless the input image's address
+// and pitch are both multiples of G bytes, 16 up to 5x5 and 8 above, every row is read element by
+// element; an output row whose address is not G-byte aligned is stored byte by byte), any size.
+// Block: 64, 128 or 256 threads in x.
+// Deliberately not done: no use of the mask's symmetry, no 16-byte accesses above 5x5, no TMA.
 // Measured on an NVIDIA H200 (klab-bench, L2 flushed, default shape 128x1 rows=32 (3x3) or 64 (9x9) at 8K, untuned,
 // medians of 3; device run of 2026-11-24): 8K RGB AoS gauss3 198 us (4.1x the copy floor), gauss9
 // 372 us (6.8x its roofline) — slower than conv.separable_fused (106 and 181 us in the same run).

@@ -33,11 +33,13 @@
 // through L2 (ld.global.cg). A small first kernel clears the counter and the flags (CUB's tile-status
 // initialisation kernel does the same).
 // Traffic: the image is read from DRAM once (pass 2 finds it in L2) and the output written once;
-// the status values add 2 * (32N * 4 + 32P * E * sizeof(T)) bytes per tile, 3% of the output for
-// gray u64 with N = 8.
+// each tile writes 2 * E * (32N * 4 + 32P * sizeof(T)) bytes of status values (E channels: its
+// row aggregates and inclusive rows, u32, and its column aggregates and last output row, T), read
+// back by the look-backs of the tiles after it: 6 KB against a tile's 512 KB of output for gray
+// u64 with N = 8.
 // Exactness: every value is an integer sum; row sums and row prefixes fit u32 (at most 2^17 * 255);
-// the vertical values and the carries use the output's type, which DESIGN.md's rule picks so that
-// no sum of the image overflows it.
+// the vertical values and the carries use the output's type, which the numeric contract's rule
+// picks so that no sum of the image overflows it (docs/numeric-contract.md).
 // Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
 // loads and staged stores only where rows are aligned for them), any size. Block 32 x N, N from 1
 // to 16. Scratch: the counter, two flags per tile, the status values (scratch_bytes()).

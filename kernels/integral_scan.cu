@@ -21,7 +21,8 @@
 // against the floor of 1 read + 1 write: 6 vs 5 bytes per gray pixel (u32), 10 vs 9 (u64).
 // Exactness: every value is an integer sum; the aggregates fit u32 (a row sum of one tile is at
 // most 256*255, a row prefix at most 2^17*255 < 2^25, a column sum at most 2^17*255); the carry and
-// the corners use the output's type, which DESIGN.md picks so that no sum overflows.
+// the corners use the output's type, which the numeric contract picks so that no sum overflows
+// (docs/numeric-contract.md).
 // Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
 // loads and stores are used only where a row is aligned for them), any size. The block is 32 x N:
 // one warp per tile, N tiles side by side; the tile scan takes (32*P*E*sizeof(T)*9/8 + 16) bytes of

@@ -44,7 +44,8 @@
 // output written once, the sums written once and read by the tiles to the right and below.
 // Exactness: every value is an integer sum; row sums, rowleft and the column prefixes fit u32
 // (at most 2^17 * 255, 32 * 2^17 * 255 and 256 * 512 * 255); corner, above and the carries use the
-// output's type, which DESIGN.md's rule picks so that no sum of the image overflows it.
+// output's type, which the numeric contract's rule picks so that no sum of the image overflows it
+// (docs/numeric-contract.md).
 // Preconditions: 1, 3 or 4 channels, AoS or SoA (each SoA plane is a gray image), any pitch (vector
 // loads, cached rows and staged stores only where rows are aligned for them), any size. Block 32 x N,
 // N from 1 to 16 (gray u64 at 32x16 needs 104 KB of shared memory a block: prepare() refuses it on

@@ -132,7 +132,8 @@ inline Grid grid_of(const ImageShape& shape, int warps) {
     return g;
 }
 
-// The output type by DESIGN.md's rule: u64 where a sum of the image could overflow u32.
+// The output type by the numeric contract's rule (docs/numeric-contract.md): u64 where a sum of
+// the image could overflow u32.
 inline bool needs_u64(const Problem& problem) {
     return reference::integral_type(problem.shape.width, problem.shape.height) == reference::IntegralType::u64;
 }

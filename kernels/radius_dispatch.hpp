@@ -1,6 +1,6 @@
-// What the register-tiled convolutions (conv.register_tile, conv.integer_mma) share on the host:
-// the kernel instance for a problem's mask radius and element stride, and the check of a tuning
-// parameter against the values a variant lists.
+// What the register-tiled and tensor-core convolutions (conv.register_tile, conv.integer_mma,
+// conv.separable_row_mma) share on the host: the kernel instance for a problem's mask radius and
+// element stride, and the check of a tuning parameter against the values a variant lists.
 //
 // kernels/CMakeLists.txt puts this header into the source hash of every kernel file that includes
 // it, so editing it invalidates their tuning records.

@@ -1,6 +1,7 @@
 // What the separable variants (conv.separable_2pass, conv.separable_fused, conv.separable_sliding,
-// conv.separable_column_first) share: the refusal of masks that are not rank-1, the coefficient
-// error they declare, and, for the fixed-radius ones, the factors sized for radius R: the mask's own
+// conv.separable_column_first, conv.separable_row_mma) share: the refusal of masks that are not
+// rank-1, the coefficient error they declare (all but conv.separable_row_mma, whose integer digits
+// have their own), and, for the fixed-radius ones, the factors sized for radius R: the mask's own
 // taps in the middle and zeros around them (a zero tap adds exactly 0, so a mask narrower than 2R+1
 // in either direction is applied exactly as it is).
 //
