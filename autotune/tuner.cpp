@@ -451,6 +451,11 @@ std::string source_hash(const Variant& variant) {
     return entry != nullptr && !entry->source_hash.empty() ? entry->source_hash : "unknown";
 }
 
+SourceHashes source_hashes(const Variant& variant) {
+    const RegisteredVariant* entry = Registry::instance().entry(variant.name());
+    return {source_hash(variant), entry != nullptr ? entry->full_text_hash : std::string()};
+}
+
 Verification verify_shape_once(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
     using Key = std::tuple<std::string, std::string, std::string, std::string, int, int>;
     static std::mutex mutex;

@@ -106,8 +106,12 @@ double applied_min_occupancy(const SearchSpace& space, double requested);
 std::optional<double> rule_cost(const std::vector<MeasuredCandidate>& at_minimum, const std::vector<MeasuredCandidate>& below_minimum,
                                 bool relaxed_is_wider);
 
-// The variant's source hash as the build recorded it (Registry), "unknown" when it has none.
+// The variant's source hash as the build recorded it (Registry), "unknown" when it has none: the
+// hash of its code, which new records carry.
 std::string source_hash(const Variant& variant);
+// The hashes a current record of the variant may carry: source_hash() and the hash of its files'
+// whole text (records tuned before 2026-11-30).
+SourceHashes source_hashes(const Variant& variant);
 
 // Re-verification of a cached shape on its first use in a process: runs `variant` with `shape`
 // on a small synthetic image (509x287, sides no block divides) with the problem's operation, mask,

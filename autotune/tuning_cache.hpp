@@ -5,7 +5,7 @@
 // A record is keyed by the GPU's identity (name, compute capability, SM count, driver and runtime
 // versions), the variant's name, the problem class and the occupancy rule it was tuned under; it
 // is valid only for the variant code it was tuned with (KLAB_VARIANT_SOURCE_HASH, from the build:
-// kernels/CMakeLists.txt). It holds the three fastest
+// kernels/CMakeLists.txt; comment-only lines do not count). It holds the three fastest
 // verified candidates with their statistics, occupancy, registers and shared memory; the fastest
 // at 50% occupancy or more, and what the 100% rule costs against it; the default shape's time;
 // the candidates that failed verification and why.
@@ -136,7 +136,17 @@ struct Lookup {
     const TuningRecord* record = nullptr;
 };
 
-Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view source_hash, const Problem& problem,
+// The source hashes a record of a variant may carry and still be current: `code`, the hash of the
+// variant's code (comment-only and blank lines left out), which the tuner writes; `full_text`,
+// the hash of its files' whole text, which records tuned before 2026-11-30 carry (empty: none).
+// A comment edit changes only the second, so it leaves records of the first kind current.
+struct SourceHashes {
+    std::string code;
+    std::string full_text;
+    bool current(std::string_view recorded) const { return recorded == code || (!full_text.empty() && recorded == full_text); }
+};
+
+Lookup lookup(const TuningCache& cache, const Variant& variant, const SourceHashes& source, const Problem& problem,
               const GpuIdentity& gpu);
 
 }  // namespace klab::autotune

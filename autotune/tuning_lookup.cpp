@@ -23,7 +23,7 @@ const char* to_string(LookupLevel level) {
     return "?";
 }
 
-Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view source_hash, const Problem& problem,
+Lookup lookup(const TuningCache& cache, const Variant& variant, const SourceHashes& source, const Problem& problem,
               const GpuIdentity& gpu) {
     const ProblemClass wanted = problem_class(problem);
     const int wanted_rank = resolution_rank(wanted.resolution);
@@ -48,7 +48,7 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, std::string_view
             ProblemClass same_but_size = wanted;
             same_but_size.resolution = r.problem_class.resolution;
             if (!(r.problem_class == same_but_size)) continue;
-            if (r.source_hash != source_hash) {
+            if (!source.current(r.source_hash)) {
                 if (r.problem_class == wanted) ++stale_same_class;
                 continue;
             }

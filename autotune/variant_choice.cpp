@@ -94,7 +94,7 @@ VariantChoice VariantChooser::with_shape(const Variant& variant, const Problem& 
         }
         return {&variant, shape, fmt::format("block {} (--block)", block_text_)};
     }
-    const Lookup found = lookup(cache_, variant, source_hash(variant), problem, gpu_);
+    const Lookup found = lookup(cache_, variant, source_hashes(variant), problem, gpu_);
     if (found.level == LookupLevel::variant_default) return {&variant, found.shape, found.explanation};
     std::string failure;
     if (reverified(variant, problem, found.shape, failure)) {
@@ -160,7 +160,7 @@ std::vector<VariantChooser::CachedTime> VariantChooser::comparable_times(const P
     std::vector<CachedTime> times;
     for (const Variant* v : Registry::instance().for_op(problem.op)) {
         if (!v->supports(problem)) continue;
-        Lookup found = lookup(cache_, *v, source_hash(*v), problem, gpu_);
+        Lookup found = lookup(cache_, *v, source_hashes(*v), problem, gpu_);
         if (found.level != LookupLevel::exact && found.level != LookupLevel::nearest_size) continue;
         double median = found.record->top.front().us.median;
         for (const MeasuredCandidate& m : found.record->top) {
@@ -198,7 +198,7 @@ std::vector<std::string> VariantChooser::stale_variants(const Problem& problem, 
         bool stale = false;
         for (const TuningRecord& r : cache_.records()) {
             if (r.variant != v->name() || r.gpu.key() != key || !(r.problem_class == compared)) continue;
-            if (r.source_hash == source_hash(*v)) {
+            if (source_hashes(*v).current(r.source_hash)) {
                 current = true;
             } else {
                 stale = true;

@@ -149,7 +149,7 @@ double Session::copy_floor_us(std::size_t bytes) {
 std::pair<LaunchShape, std::string> Session::shape_for(const BenchCase& c) {
     if (c.forced_shape) return {*c.forced_shape, fmt::format("{} forced (block-shape study)", to_string(*c.forced_shape))};
     const autotune::Lookup found =
-        autotune::lookup(cache_, *c.variant, autotune::source_hash(*c.variant), c.problem, gpu_);
+        autotune::lookup(cache_, *c.variant, autotune::source_hashes(*c.variant), c.problem, gpu_);
     if (found.level == autotune::LookupLevel::variant_default) {
         if (found.explanation.find("another source") != std::string::npos) {
             std::fprintf(stderr, "klab-bench: %s: %s\n", c.name().c_str(), found.explanation.c_str());

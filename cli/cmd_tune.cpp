@@ -251,7 +251,7 @@ void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const G
     const TuningCache cache = TuningCache::load_directory(results, warnings);
     for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
     const auto tuned = [&](const Job& job) {
-        const Lookup found = lookup(cache, *job.variant, source_hash(*job.variant),
+        const Lookup found = lookup(cache, *job.variant, source_hashes(*job.variant),
                                     representative_problem(job.problem_class, *job.variant), gpu);
         return found.level == LookupLevel::exact;
     };

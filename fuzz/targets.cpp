@@ -159,7 +159,7 @@ void tuning_cache(const std::uint8_t* data, std::size_t size) {
             // What `klab apply --variant auto` does with a record.
             const test::NamedVariant variant(record.variant);
             const Problem problem = autotune::representative_problem(record.problem_class);
-            const autotune::Lookup found = autotune::lookup(cache, variant, record.source_hash, problem, record.gpu);
+            const autotune::Lookup found = autotune::lookup(cache, variant, {record.source_hash, {}}, problem, record.gpu);
             expect(found.level == autotune::LookupLevel::exact, "a record is found for its own class and GPU");
         }
     });

@@ -150,7 +150,8 @@ Registry& Registry::instance() {
     return registry;
 }
 
-bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash) noexcept {
+bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash,
+                   const char* full_text_hash) noexcept {
     try {
         const std::string name = variant->name();
         if (name.empty()) {
@@ -163,7 +164,7 @@ bool Registry::add(std::unique_ptr<Variant> variant, const char* source_file, co
         }
         const auto at = std::lower_bound(entries_.begin(), entries_.end(), name,
                                          [](const RegisteredVariant& e, const std::string& n) { return e.variant->name() < n; });
-        entries_.insert(at, RegisteredVariant{std::move(variant), source_file, source_hash});
+        entries_.insert(at, RegisteredVariant{std::move(variant), source_file, source_hash, full_text_hash});
         return true;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "klab: registering a variant from %s failed: %s\n", source_file, e.what());

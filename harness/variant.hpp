@@ -239,9 +239,13 @@ inline unsigned grid_side(int n, int block) { return static_cast<unsigned>((n + 
 struct RegisteredVariant {
     std::unique_ptr<Variant> variant;
     std::string source_file;  // __FILE__ of the registration, for the one-variant-per-file test
-    // SHA-256 (first 16 hex digits) of the variant's .cu file as built, from kernels/CMakeLists.txt:
-    // tuning records are valid only for the source they were tuned with. "unknown" without one.
+    // SHA-256 (first 16 hex digits) of the variant's code as built, from kernels/CMakeLists.txt: its
+    // .cu file and the headers it depends on, without their comment-only and blank lines. Tuning
+    // records are valid only for the code they were tuned with. "unknown" without one.
     std::string source_hash;
+    // The same over the files' whole text, comments included: the hash that records tuned before
+    // 2026-11-30 carry (autotune::SourceHashes accepts either). Empty without one.
+    std::string full_text_hash;
 };
 
 class Registry {
@@ -257,7 +261,8 @@ public:
     // Registrations that were refused (a duplicate name, an empty name), for tests and `klab list`.
     const std::vector<std::string>& errors() const { return errors_; }
 
-    bool add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash = "unknown") noexcept;
+    bool add(std::unique_ptr<Variant> variant, const char* source_file, const char* source_hash = "unknown",
+             const char* full_text_hash = "") noexcept;
 
 private:
     std::vector<RegisteredVariant> entries_;  // sorted by name
@@ -266,14 +271,19 @@ private:
 
 }  // namespace klab
 
-// The build defines KLAB_VARIANT_SOURCE_HASH for each kernels/*.cu file (kernels/CMakeLists.txt).
+// The build defines KLAB_VARIANT_SOURCE_HASH and KLAB_VARIANT_FULL_TEXT_HASH for each kernels/*.cu
+// file (kernels/CMakeLists.txt).
 #ifndef KLAB_VARIANT_SOURCE_HASH
 #define KLAB_VARIANT_SOURCE_HASH "unknown"
+#endif
+#ifndef KLAB_VARIANT_FULL_TEXT_HASH
+#define KLAB_VARIANT_FULL_TEXT_HASH ""
 #endif
 
 // Registers `VariantClass` (default-constructible) from a kernels/*.cu file.
 #define KLAB_REGISTER_VARIANT(VariantClass)                                                             \
     namespace {                                                                                     \
     [[maybe_unused]] const bool klab_registered_variant = ::klab::Registry::instance().add(         \
-        std::make_unique<VariantClass>(), __FILE__, KLAB_VARIANT_SOURCE_HASH);                      \
+        std::make_unique<VariantClass>(), __FILE__, KLAB_VARIANT_SOURCE_HASH,                       \
+        KLAB_VARIANT_FULL_TEXT_HASH);                                                               \
     }

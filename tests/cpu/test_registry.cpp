@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -48,6 +49,19 @@ TEST(Registry, HoldsOneVariantPerKernelFile) {
     EXPECT_FALSE(files.empty());
     EXPECT_EQ(registered, files) << "each kernels/*.cu file registers exactly one variant";
     EXPECT_TRUE(Registry::instance().errors().empty()) << Registry::instance().errors().front();
+}
+
+// The build gives every variant two hashes (kernels/CMakeLists.txt): of its code, and of its files'
+// whole text. Every kernel file has comment lines, so the two differ.
+TEST(Registry, EveryVariantHasACodeHashAndAFullTextHash) {
+    const auto hex16 = [](const std::string& h) {
+        return h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+    };
+    for (const RegisteredVariant& entry : Registry::instance().entries()) {
+        EXPECT_TRUE(hex16(entry.source_hash)) << entry.variant->name() << ": " << entry.source_hash;
+        EXPECT_TRUE(hex16(entry.full_text_hash)) << entry.variant->name() << ": " << entry.full_text_hash;
+        EXPECT_NE(entry.source_hash, entry.full_text_hash) << entry.variant->name();
+    }
 }
 
 TEST(Registry, NamesFollowTheirFiles) {

@@ -34,7 +34,7 @@ TEST(Lookup, ExactThenNearestSizeThenSameComputeCapabilityThenDefault) {
         return convolve_problem({w, h, 3, Layout::aos}, masks::gaussian(k), Border{BorderMode::replicate, 0});
     };
     const auto check = [&](const Problem& p, const GpuIdentity& gpu, LookupLevel level, const std::string& shape) {
-        const Lookup l = lookup(cache, v, "hash", p, gpu);
+        const Lookup l = lookup(cache, v, {"hash", ""}, p, gpu);
         EXPECT_EQ(l.level, level) << to_string(p) << ": " << l.explanation;
         EXPECT_EQ(to_string(l.shape), shape) << to_string(p) << ": " << l.explanation;
         return l;
@@ -63,7 +63,7 @@ TEST(Lookup, AtTheComputeCapabilityLevelTheSameModelComesFirst) {
     cache.merge(record(h200(), "conv.test", "4K/3x3/c3/aos", 16, 16));  // this model, older driver, nearest size
     const LookupVariant v;
     const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
-    const Lookup l = lookup(cache, v, "hash", p, h200(14000));
+    const Lookup l = lookup(cache, v, {"hash", ""}, p, h200(14000));
     EXPECT_EQ(l.level, LookupLevel::same_compute_capability);
     EXPECT_EQ(to_string(l.shape), "16x16 outputs=1") << l.explanation;
 }
@@ -79,12 +79,41 @@ TEST(Lookup, ARefusedBestShapeFallsBackToTheRecordsNextOne) {
     ASSERT_EQ(cache.records().size(), 2u);
     const LookupVariant v;
     const Problem p = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
-    const Lookup l = lookup(cache, v, "hash", p, h200());
+    const Lookup l = lookup(cache, v, {"hash", ""}, p, h200());
     EXPECT_EQ(l.level, LookupLevel::exact);
     EXPECT_EQ(to_string(l.shape), "8x32 outputs=1") << l.explanation;
     EXPECT_NE(l.explanation.find("minimum occupancy 100%"), std::string::npos) << l.explanation;
     // The stale record of this class is named, and only it.
     EXPECT_NE(l.explanation.find("1 record(s) of this class were tuned with another source"), std::string::npos) << l.explanation;
+}
+
+// A record is current when it carries the hash of the variant's code (what the tuner writes) or,
+// where the build gives one, the hash of its files' whole text (records tuned before comment-only
+// lines were left out of the hash); any other hash is another source's.
+TEST(Lookup, ARecordOfTheCodeHashOrOfTheFullTextHashIsCurrent) {
+    TuningCache cache;
+    cache.merge(record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4, "full-text"));
+    cache.merge(record(h200(), "conv.test", "8K/3x3/c3/aos", 128, 2, "code"));
+    cache.merge(record(h200(), "conv.test", "HD/5x5/c3/aos", 16, 16, "older"));
+    cache.merge(record(h200(), "conv.test", "HD/7x7/c3/aos", 8, 32, ""));
+    const LookupVariant v;
+    const auto shape_for = [&](const SourceHashes& source, int w, int h, int k) {
+        const Problem p = convolve_problem({w, h, 3, Layout::aos}, masks::gaussian(k), Border{});
+        const Lookup l = lookup(cache, v, source, p, h200());
+        return to_string(l.shape) + " from " + to_string(l.level);
+    };
+    const SourceHashes both{"code", "full-text"};
+    EXPECT_EQ(shape_for(both, 1920, 1080, 3), "64x4 outputs=1 from exact problem class on this GPU");
+    EXPECT_EQ(shape_for(both, 7680, 4320, 3), "128x2 outputs=1 from exact problem class on this GPU");
+    EXPECT_EQ(shape_for(both, 1920, 1080, 5), "32x8 outputs=1 from the variant's default shape");  // another source
+    // Without a full-text hash only the code hash is current, and an empty recorded hash never is.
+    const SourceHashes code_only{"code", ""};
+    EXPECT_EQ(shape_for(code_only, 1920, 1080, 3), "128x2 outputs=1 from same GPU, nearest size");
+    EXPECT_EQ(shape_for(code_only, 1920, 1080, 7), "32x8 outputs=1 from the variant's default shape");
+    EXPECT_TRUE(both.current("code"));
+    EXPECT_TRUE(both.current("full-text"));
+    EXPECT_FALSE(both.current("older"));
+    EXPECT_FALSE(code_only.current(""));
 }
 
 // A record written before the variant's tuning space changed (a parameter added, renamed or its
@@ -103,7 +132,7 @@ TEST(Lookup, ShapesWhoseParametersTheSpaceDoesNotDeclareArePassedOver) {
     const LookupVariant v;
     const auto shape_for = [&](int w, int h) {
         const Problem p = convolve_problem({w, h, 3, Layout::aos}, masks::gaussian(3), Border{});
-        const Lookup l = lookup(cache, v, "hash", p, h200());
+        const Lookup l = lookup(cache, v, {"hash", ""}, p, h200());
         EXPECT_FALSE(parameter_mismatch(v.tuning_space(), l.shape)) << l.explanation;
         return to_string(l.shape) + " from " + to_string(l.level);
     };
@@ -128,7 +157,7 @@ TEST(Lookup, SobelAndIntegralRecordsFollowTheSameLadder) {
     cache.merge(record(h200(), "sobel.test", "HD/3x3/c1/aos", 16, 16));  // a convolution class of the same name: never used
     const SobelLookupVariant v;
     const auto check = [&](ImageShape shape, LookupLevel level, const std::string& expected) {
-        const Lookup l = lookup(cache, v, "hash", op_problem(Operation::sobel, shape), h200());
+        const Lookup l = lookup(cache, v, {"hash", ""}, op_problem(Operation::sobel, shape), h200());
         EXPECT_EQ(l.level, level) << l.explanation;
         EXPECT_EQ(to_string(l.shape), expected) << l.explanation;
     };
