@@ -5,7 +5,8 @@
 // A record is keyed by the GPU's identity (name, compute capability, SM count, driver and runtime
 // versions), the variant's name, the problem class and the occupancy rule it was tuned under; it
 // is valid only for the variant code it was tuned with (KLAB_VARIANT_SOURCE_HASH, from the build:
-// kernels/CMakeLists.txt; comment-only lines do not count). It holds the three fastest
+// kernels/CMakeLists.txt; comment-only and blank lines do not count, and SourceHashes below says
+// which hashes are current). It holds the three fastest
 // verified candidates with their statistics, occupancy, registers and shared memory; the fastest
 // at 50% occupancy or more, and what the 100% rule costs against it; the default shape's time;
 // the candidates that failed verification and why.

@@ -194,11 +194,12 @@ std::vector<std::string> VariantChooser::stale_variants(const Problem& problem, 
     const std::string key = gpu_.key();
     for (const Variant* v : Registry::instance().for_op(problem.op)) {
         if (!v->supports(problem)) continue;
+        const SourceHashes source = source_hashes(*v);
         bool current = false;
         bool stale = false;
         for (const TuningRecord& r : cache_.records()) {
             if (r.variant != v->name() || r.gpu.key() != key || !(r.problem_class == compared)) continue;
-            if (source_hashes(*v).current(r.source_hash)) {
+            if (source.current(r.source_hash)) {
                 current = true;
             } else {
                 stale = true;
