@@ -446,15 +446,13 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
     return order;
 }
 
-std::string source_hash(const Variant& variant) {
-    const RegisteredVariant* entry = Registry::instance().entry(variant.name());
-    return entry != nullptr && !entry->source_hash.empty() ? entry->source_hash : "unknown";
-}
-
 SourceHashes source_hashes(const Variant& variant) {
     const RegisteredVariant* entry = Registry::instance().entry(variant.name());
-    return {source_hash(variant), entry != nullptr ? entry->full_text_hash : std::string()};
+    if (entry == nullptr) return {"unknown", {}};
+    return {entry->source_hash.empty() ? "unknown" : entry->source_hash, entry->full_text_hash};
 }
+
+std::string source_hash(const Variant& variant) { return source_hashes(variant).code; }
 
 Verification verify_shape_once(const Variant& variant, const Problem& problem, const LaunchShape& shape) {
     using Key = std::tuple<std::string, std::string, std::string, std::string, int, int>;
