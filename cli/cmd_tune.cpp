@@ -244,6 +244,26 @@ void check_mask_sizes(const std::vector<int>& sizes) {
     }
 }
 
+// --missing-only, first: the records of this GPU tuned before the code hash (2026-11-30) on the
+// sources as they are now carry the hash of their files' whole text; they take the code hash
+// (autotune::restamped_with_code_hash), so that a comment edit no longer makes them stale.
+void restamp_with_code_hash(const std::string& results, const GpuIdentity& gpu) {
+    std::vector<std::string> warnings;
+    const TuningCache cache = TuningCache::load_directory(results, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
+    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, gpu, [](const std::string& name) -> std::optional<SourceHashes> {
+        const Variant* variant = Registry::instance().find(name);
+        if (variant == nullptr) return std::nullopt;
+        return source_hashes(*variant);
+    });
+    if (restamped.empty()) return;
+    store(results, restamped, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
+    fmt::print("{} record(s) of this GPU carried the hash of their sources' whole text, tuned on the sources as they are now; "
+               "they now carry the hash of their code, which comment edits leave unchanged (nothing else in them changed)\n",
+               restamped.size());
+}
+
 // --missing-only: the jobs whose class already has a record of this GPU and of the variant's
 // current source (a stale record is tuned again).
 void drop_tuned_jobs(std::vector<Job>& jobs, const std::string& results, const GpuIdentity& gpu) {
@@ -315,6 +335,7 @@ void run_tune(const TuneCliOptions& o) {
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
     if (o.missing_only) {
+        if (!o.dry_run) restamp_with_code_hash(o.results, gpu);
         drop_tuned_jobs(jobs, o.results, gpu);
         if (jobs.empty()) return;  // said so already
     }

@@ -1,10 +1,12 @@
 // The run-time lookup ladder of the tuning cache: exact, nearest size, same compute capability,
-// the variant's default.
+// the variant's default; and the restamp of records tuned before the code hash.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "autotune/tuning_record_json.hpp"
 #include "tests/common/test_util.hpp"
 #include "tests/cpu/autotune_fixtures.hpp"
 
@@ -114,6 +116,41 @@ TEST(Lookup, ARecordOfTheCodeHashOrOfTheFullTextHashIsCurrent) {
     EXPECT_TRUE(both.current("full-text"));
     EXPECT_FALSE(both.current("older"));
     EXPECT_FALSE(code_only.current(""));
+}
+
+// Records of this GPU that carry a variant's full-text hash were tuned on its sources as they are
+// now: klab tune --missing-only restamps them with the code hash, and nothing else in them. Records
+// of the code hash, of an older source, of another GPU or of a variant the build lacks stay as they are.
+TEST(Restamp, OnlyThisGpusRecordsOfTheFullTextHashTakeTheCodeHash) {
+    TuningCache cache;
+    TuningRecord full_text = record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4, "full-text");
+    full_text.tuned_at = "2026-11-20T10:00:00Z";
+    full_text.klab_version = "abc1234";
+    cache.merge(full_text);
+    cache.merge(record(h200(), "conv.test", "8K/3x3/c3/aos", 128, 2, "code"));
+    cache.merge(record(h200(), "conv.test", "HD/5x5/c3/aos", 16, 16, "older"));
+    cache.merge(record(h100(), "conv.test", "HD/7x7/c3/aos", 8, 32, "full-text"));
+    cache.merge(record(h200(), "conv.gone", "HD/9x9/c3/aos", 8, 32, "full-text"));
+    cache.merge(record(h200(), "conv.no_full_text", "HD/3x3/c3/aos", 8, 32, ""));  // no full-text hash to match
+    const auto hashes_of = [](const std::string& name) -> std::optional<SourceHashes> {
+        if (name == "conv.test") return SourceHashes{"code", "full-text"};
+        if (name == "conv.no_full_text") return SourceHashes{"code", ""};
+        return std::nullopt;
+    };
+    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, h200(), hashes_of);
+    ASSERT_EQ(restamped.size(), 1u);
+    TuningRecord expected = full_text;
+    expected.source_hash = "code";
+    EXPECT_EQ(record_json(restamped[0]), record_json(expected));  // the whole record, field by field
+    EXPECT_TRUE(restamped_with_code_hash(cache, h200(14000), hashes_of).empty());  // another driver: another GPU identity
+
+    // Stored, the restamped record replaces the old one and stays current once the text changes.
+    cache.merge(restamped[0]);
+    const Problem hd = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
+    const LookupVariant v;
+    const Lookup after_a_comment_edit = lookup(cache, v, {"code", "edited-full-text"}, hd, h200());
+    EXPECT_EQ(after_a_comment_edit.level, LookupLevel::exact) << after_a_comment_edit.explanation;
+    EXPECT_TRUE(restamped_with_code_hash(cache, h200(), hashes_of).empty());
 }
 
 // A record written before the variant's tuning space changed (a parameter added, renamed or its
