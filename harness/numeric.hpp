@@ -1,7 +1,7 @@
 #pragma once
-// The store rule of the numeric contract (DESIGN.md): an accumulated value becomes a u8 pixel by
-// rounding half to even and saturating to [0, 255], as OpenCV's saturate_cast and CUDA's
-// __float2int_rn do. The CPU reference rounds its double accumulator; kernels round fp32.
+// The store rule of the numeric contract (docs/numeric-contract.md): an accumulated value becomes a
+// u8 pixel by rounding half to even and saturating to [0, 255], as OpenCV's saturate_cast and
+// CUDA's __float2int_rn do. The CPU reference rounds its double accumulator; kernels round fp32.
 // Call it with a float or a double: an integer argument is ambiguous on the host by design.
 #include <cmath>
 #include <cstdint>

@@ -1,13 +1,14 @@
 #pragma once
 // Device helpers of the row-streaming convolution kernels (conv.register_window,
-// conv.register_window_async, conv.separable_sliding): a block of T threads walks down a strip
-// of the image one stored row at a time; each thread owns G = 8 consecutive elements (bytes) of
-// the row, converts them to fp32 once into a row buffer in shared memory, and reads the
-// neighbours' values it needs (the mask's horizontal reach) from there.
+// conv.register_window_async, conv.separable_sliding): a block of T threads walks down a strip of
+// the image one stored row at a time; each thread owns G consecutive elements (bytes) of the row
+// (elements_per_thread: 16 up to 5x5 masks, 8 above), converts them to fp32 once into a row buffer
+// in shared memory, and reads the neighbours' values it needs (the mask's horizontal reach) from
+// there.
 //
 // "Elements" are the bytes of a stored row: AoS rows hold width*channels elements whose
 // horizontal neighbours are `channels` apart (the element stride S); SoA rows one plane's pixels
-// (S = 1). A thread's first element e is a multiple of 8.
+// (S = 1). A thread's first element e is a multiple of G.
 //
 // Only nvcc compiles this header (it is included by kernels/*.cu only).
 //
@@ -33,8 +34,8 @@
 
 namespace klab::rows {
 
-// Elements per thread: 16 (one 16-byte load per row) for masks up to 5x5, 8 for larger ones,
-// whose 2R+1 rows of accumulators would not fit in the registers at 16.
+// Elements per thread: 16 for masks up to 5x5, 8 for larger ones, whose 2R+1 rows of
+// accumulators would not fit in the registers at 16.
 constexpr int elements_per_thread(int radius) { return radius <= 2 ? 16 : 8; }
 
 // The fp32 value of byte `b` (0..3) of `word`, exactly: the byte permute builds the float

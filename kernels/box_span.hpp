@@ -4,8 +4,9 @@
 // worked out once per warp), the order of the warps (edge tiles first), the stores, the rounding
 // of a box that is not the normalized one, and their tuning space (blocks of warps, strips of rows).
 //
-// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
-// kernel file that includes it, so editing it invalidates their tuning records.
+// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
+// file that includes it, so a change to its code (not to its comments) makes their tuning records
+// stale.
 #pragma once
 
 #include <array>

@@ -15,8 +15,9 @@
 // Results are identical to the reference, not merely within the fp32 tie bound (the conformance
 // suites hold these variants to verify_exact).
 //
-// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
-// kernel file that includes it, so editing it invalidates their tuning records.
+// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
+// file that includes it, so a change to its code (not to its comments) makes their tuning records
+// stale.
 #pragma once
 
 #include <algorithm>

@@ -10,7 +10,7 @@
 // with the accumulator's bits is exactly 1.5 * 2^23 + S.
 //
 // kernels/CMakeLists.txt puts this header into the source hash of every kernel file that includes
-// it, so editing it invalidates their tuning records.
+// it, so a change to its code (not to its comments) makes their tuning records stale.
 #pragma once
 
 #include <algorithm>

@@ -15,7 +15,8 @@
 // it again).
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
-// file that includes it, so editing it invalidates their tuning records.
+// file that includes it, so a change to its code (not to its comments) makes their tuning records
+// stale.
 #pragma once
 
 #include <cstddef>

@@ -5,8 +5,9 @@
 // taps in the middle and zeros around them (a zero tap adds exactly 0, so a mask narrower than 2R+1
 // in either direction is applied exactly as it is).
 //
-// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every
-// kernel file that includes it, so editing it invalidates their tuning records.
+// This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
+// file that includes it, so a change to its code (not to its comments) makes their tuning records
+// stale.
 #pragma once
 
 #include <cstddef>
