@@ -151,12 +151,15 @@ struct SourceHashes {
 Lookup lookup(const TuningCache& cache, const Variant& variant, const SourceHashes& source, const Problem& problem,
               const GpuIdentity& gpu);
 
-// The records of `gpu` (same identity key) that are current only by their variant's full-text hash,
-// each with source_hash set to the variant's code hash, for the caller to store. Such a record was
-// tuned on files whose whole text is the current one, so the code hash names its sources as well; with
-// it, a later comment edit leaves the record current. Nothing else in the record changes (its figures,
-// its time, its commit). `hashes_of` gives a variant's hashes, nullopt for a name it does not know.
+// A variant's source hashes by its name; nullopt for a name the build does not know.
+using SourceHashesOf = std::function<std::optional<SourceHashes>(const std::string& variant)>;
+
+// The records of `gpu` (same identity key) that are current only by their variant's full-text
+// hash, each with source_hash set to the variant's code hash, for the caller to store. Such a
+// record was tuned on files whose whole text is the current one, so the code hash names its
+// sources as well; with it, a later comment edit leaves the record current. Nothing else in the
+// record changes (its figures, its time, its commit).
 std::vector<TuningRecord> restamped_with_code_hash(const TuningCache& cache, const GpuIdentity& gpu,
-                                                   const std::function<std::optional<SourceHashes>(const std::string&)>& hashes_of);
+                                                   const SourceHashesOf& hashes_of);
 
 }  // namespace klab::autotune

@@ -114,13 +114,15 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, const SourceHash
 }
 
 std::vector<TuningRecord> restamped_with_code_hash(const TuningCache& cache, const GpuIdentity& gpu,
-                                                   const std::function<std::optional<SourceHashes>(const std::string&)>& hashes_of) {
+                                                   const SourceHashesOf& hashes_of) {
     const std::string key = gpu.key();
     std::vector<TuningRecord> restamped;
     for (const TuningRecord& r : cache.records()) {
         if (r.gpu.key() != key) continue;
         const std::optional<SourceHashes> hashes = hashes_of(r.variant);
-        if (!hashes || hashes->full_text.empty() || r.source_hash != hashes->full_text || r.source_hash == hashes->code) continue;
+        const bool full_text_only = hashes && !hashes->full_text.empty() && r.source_hash == hashes->full_text &&
+                                    r.source_hash != hashes->code;
+        if (!full_text_only) continue;
         TuningRecord same_sources = r;
         same_sources.source_hash = hashes->code;
         restamped.push_back(std::move(same_sources));

@@ -251,16 +251,18 @@ void restamp_with_code_hash(const std::string& results, const GpuIdentity& gpu) 
     std::vector<std::string> warnings;
     const TuningCache cache = TuningCache::load_directory(results, warnings);
     for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
-    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, gpu, [](const std::string& name) -> std::optional<SourceHashes> {
+    const auto registered = [](const std::string& name) -> std::optional<SourceHashes> {
         const Variant* variant = Registry::instance().find(name);
         if (variant == nullptr) return std::nullopt;
         return source_hashes(*variant);
-    });
+    };
+    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, gpu, registered);
     if (restamped.empty()) return;
     store(results, restamped, warnings);
     for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
-    fmt::print("{} record(s) of this GPU carried the hash of their sources' whole text, tuned on the sources as they are now; "
-               "they now carry the hash of their code, which comment edits leave unchanged (nothing else in them changed)\n",
+    fmt::print("{} record(s) of this GPU carried the hash of their sources' whole text, tuned on the sources as they "
+               "are now; they now carry the hash of their code, which comment edits leave unchanged (nothing else in "
+               "them changed)\n",
                restamped.size());
 }
 

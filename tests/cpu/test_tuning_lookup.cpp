@@ -119,8 +119,9 @@ TEST(Lookup, ARecordOfTheCodeHashOrOfTheFullTextHashIsCurrent) {
 }
 
 // Records of this GPU that carry a variant's full-text hash were tuned on its sources as they are
-// now: klab tune --missing-only restamps them with the code hash, and nothing else in them. Records
-// of the code hash, of an older source, of another GPU or of a variant the build lacks stay as they are.
+// now: klab tune --missing-only restamps them with the code hash, and nothing else in them.
+// Records of the code hash, of an older source, of another GPU or of a variant the build lacks
+// stay as they are.
 TEST(Restamp, OnlyThisGpusRecordsOfTheFullTextHashTakeTheCodeHash) {
     TuningCache cache;
     TuningRecord full_text = record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4, "full-text");
@@ -142,7 +143,8 @@ TEST(Restamp, OnlyThisGpusRecordsOfTheFullTextHashTakeTheCodeHash) {
     TuningRecord expected = full_text;
     expected.source_hash = "code";
     EXPECT_EQ(record_json(restamped[0]), record_json(expected));  // the whole record, field by field
-    EXPECT_TRUE(restamped_with_code_hash(cache, h200(14000), hashes_of).empty());  // another driver: another GPU identity
+    // Another driver is another GPU identity.
+    EXPECT_TRUE(restamped_with_code_hash(cache, h200(14000), hashes_of).empty());
 
     // Stored, the restamped record replaces the old one and stays current once the text changes.
     cache.merge(restamped[0]);
