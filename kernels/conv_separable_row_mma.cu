@@ -47,12 +47,13 @@
 // theoretical occupancy, 33% achieved), L1/shared-memory pipe 80% busy, the stalls mostly
 // not-selected (32%) and the loads (long scoreboard 14%). What is left to the roofline is the
 // instruction count: 26 per output where the FMAs are 9 column taps and the row pass's 4.
-// Not built (2026-11-30, an estimate on paper): with the row pass turned (elements on the MMA's M,
-// rows on N) its accumulators are already the A operand of a column MMA, and an fp16 hi/lo split
-// of the row results makes the column pass 3 MMAs per 128 outputs, some 13 to 14 instructions per
-// output in all; but its error bound would rest on the tensor cores' fp32 accumulation rounding,
-// which is not documented. Kept exact (10-bit chunks, every MMA sum an integer below 2^24), it
-// needs 8 to 12 chunk MMAs and 5 to 7 weight levels per output, whose FMAs give back the saving.
+// Both passes on the tensor cores, chained in registers (probes/gauss9_mma_chain.cu, H200,
+// 2026-11-30): the row pass turned so that its accumulators are the A operand of a column MMA, the
+// row results split into fp16 hi + lo, 3 column MMAs per 128 outputs: 200.8 us at best against
+// this file's 133.67 us, and no faster with 1 column MMA instead of 3. Nsight Compute, at 32-row
+// strips: 33 instructions per output against this file's 26, its loop alone 19.8 (the combination,
+// the split and one-byte stores around the MMAs), at 25% occupancy (108 registers). Its error
+// bound would also rest on the tensor cores' fp32 accumulation rounding, which is not documented.
 // Tried and dropped on the way (same kind of runs, 2026-11-28): 32-element bands with each lane
 // computing 4 x 4 outputs from a ring of 32 rows (the column pass read 12 rows for 4, and the
 // chunk's input came by cp.async): 185 us, the shared-memory pipe 90% busy, the cp.async copies of
