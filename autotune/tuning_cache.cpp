@@ -181,6 +181,19 @@ void TuningCache::merge(const TuningRecord& record) {
 
 fs::path cache_file(const fs::path& results_dir, const GpuIdentity& gpu) { return results_dir / gpu.slug() / "autotune.json"; }
 
+namespace {
+
+// The whole cache, written atomically over `file` (the caller holds its lock).
+void write_cache(const fs::path& file, const TuningCache& cache) {
+    json list = json::array();
+    for (const TuningRecord& r : cache.records()) list.push_back(record_json(r));
+    const json root = {{"format", kFormat}, {"version", kVersion}, {"records", list}};
+    const std::string text = root.dump(2) + "\n";
+    io::write_file_atomically(file, std::vector<std::uint8_t>(text.begin(), text.end()));
+}
+
+}  // namespace
+
 void store(const fs::path& results_dir, const std::vector<TuningRecord>& records, std::vector<std::string>& warnings) {
     if (records.empty()) return;
     const GpuIdentity& gpu = records.front().gpu;
@@ -214,12 +227,25 @@ void store(const fs::path& results_dir, const std::vector<TuningRecord>& records
         }
     }
     for (const TuningRecord& r : records) cache.merge(r);
+    write_cache(file, cache);
+}
 
-    json list = json::array();
-    for (const TuningRecord& r : cache.records()) list.push_back(record_json(r));
-    const json root = {{"format", kFormat}, {"version", kVersion}, {"records", list}};
-    const std::string text = root.dump(2) + "\n";
-    io::write_file_atomically(file, std::vector<std::uint8_t>(text.begin(), text.end()));
+int restamp_with_code_hash(const fs::path& results_dir, const GpuIdentity& gpu, const SourceHashesOf& hashes_of) {
+    const fs::path file = cache_file(results_dir, gpu);
+    std::error_code error;
+    if (!fs::exists(file, error)) return 0;
+    const FileLock lock(fs::path(file).concat(".lock"));
+    TuningCache cache;
+    try {
+        cache = parse_file(file, gpu.slug());  // as it is now, under the lock: a record re-tuned meanwhile is current
+    } catch (const Error&) {
+        return 0;  // an unusable file is left as it is (store() sets it aside when a tuner writes there)
+    }
+    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, gpu, hashes_of);
+    if (restamped.empty()) return 0;  // nothing written
+    for (const TuningRecord& r : restamped) cache.merge(r);
+    write_cache(file, cache);
+    return static_cast<int>(restamped.size());
 }
 
 }  // namespace klab::autotune

@@ -162,4 +162,10 @@ using SourceHashesOf = std::function<std::optional<SourceHashes>(const std::stri
 std::vector<TuningRecord> restamped_with_code_hash(const TuningCache& cache, const GpuIdentity& gpu,
                                                    const SourceHashesOf& hashes_of);
 
+// The same on the file: under store()'s lock, re-reads cache_file(results_dir, gpu), restamps what
+// restamped_with_code_hash() finds in it as it is then, and writes it back; returns how many. A
+// missing or unusable file, or nothing to restamp, writes nothing (0). Throws klab::Error when the
+// lock or the file cannot be written.
+int restamp_with_code_hash(const std::filesystem::path& results_dir, const GpuIdentity& gpu, const SourceHashesOf& hashes_of);
+
 }  // namespace klab::autotune

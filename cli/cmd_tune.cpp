@@ -246,24 +246,27 @@ void check_mask_sizes(const std::vector<int>& sizes) {
 
 // --missing-only, first: the records of this GPU tuned before the code hash (2026-11-30) on the
 // sources as they are now carry the hash of their files' whole text; they take the code hash
-// (autotune::restamped_with_code_hash), so that a comment edit no longer makes them stale.
-void restamp_with_code_hash(const std::string& results, const GpuIdentity& gpu) {
-    std::vector<std::string> warnings;
-    const TuningCache cache = TuningCache::load_directory(results, warnings);
-    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
+// (autotune::restamp_with_code_hash), so that a comment edit no longer makes them stale. Optional:
+// where the cache cannot be written, they stay current by their full-text hash, and the tune goes on.
+void restamp_unchanged_sources(const std::string& results, const GpuIdentity& gpu) {
     const auto registered = [](const std::string& name) -> std::optional<SourceHashes> {
         const Variant* variant = Registry::instance().find(name);
         if (variant == nullptr) return std::nullopt;
         return source_hashes(*variant);
     };
-    const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, gpu, registered);
-    if (restamped.empty()) return;
-    store(results, restamped, warnings);
-    for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
-    fmt::print("{} record(s) of this GPU carried the hash of their sources' whole text, tuned on the sources as they "
-               "are now; they now carry the hash of their code, which comment edits leave unchanged (nothing else in "
-               "them changed)\n",
-               restamped.size());
+    try {
+        const int restamped = restamp_with_code_hash(results, gpu, registered);
+        if (restamped == 0) return;
+        fmt::print("{} record(s) of this GPU carried the hash of their sources' whole text, tuned on the sources as they "
+                   "are now; they now carry the hash of their code, which comment edits leave unchanged (nothing else in "
+                   "them changed)\n",
+                   restamped);
+    } catch (const Error& e) {
+        fmt::print(stderr,
+                   "klab tune: warning: the records of unchanged sources keep the hash of their whole text ({}); they stay "
+                   "current until a line of those files changes\n",
+                   e.what());
+    }
 }
 
 // --missing-only: the jobs whose class already has a record of this GPU and of the variant's
@@ -337,7 +340,7 @@ void run_tune(const TuneCliOptions& o) {
     std::vector<Job> jobs = jobs_of(o, skipped);
     const GpuIdentity gpu = current_gpu_identity();
     if (o.missing_only) {
-        if (!o.dry_run) restamp_with_code_hash(o.results, gpu);
+        if (!o.dry_run) restamp_unchanged_sources(o.results, gpu);
         drop_tuned_jobs(jobs, o.results, gpu);
         if (jobs.empty()) return;  // said so already
     }
@@ -455,7 +458,8 @@ void add_tune_command(CLI::App& app) {
                     "resources; needs no GPU");
     cmd->add_flag("--verbose", o->verbose, "With --dry-run or --plan-for: list the excluded shapes and why");
     cmd->add_flag("--missing-only", o->missing_only,
-                  "Tune only the classes without a record of this GPU and of the variant's current source");
+                  "Tune only the classes without a record of this GPU and of the variant's current source (first, "
+                  "records tuned on the current sources before the code hash take it; see docs/tuning.md)");
     cmd->add_option("--device", o->device,
                     "The CUDA device to tune (an index as `klab info` lists them; default: the first CUDA shows), or all: one "
                     "klab tune per GPU at once, the GPUs of one model sharing its classes and its cache");

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +138,48 @@ TEST_F(Cache, MergesReplacingOnlyTheSameGpuVariantAndClass) {
         }
     }
     EXPECT_EQ(replaced, 1);
+}
+
+// klab tune --missing-only's restamp on the file: only this GPU identity's records of the full-text
+// hash take the code hash, the rest of the file stays as it is, and nothing is written when there is
+// nothing to restamp or the file is missing or unusable.
+TEST_F(Cache, RestampingRewritesOnlyThisGpusRecordsOfTheFullTextHash) {
+    const auto hashes_of = [](const std::string& name) -> std::optional<SourceHashes> {
+        if (name == "conv.test") return SourceHashes{"code", "full-text"};
+        return std::nullopt;
+    };
+    EXPECT_EQ(restamp_with_code_hash(dir, h200(), hashes_of), 0);  // no file
+    EXPECT_FALSE(fs::exists(dir));
+
+    std::vector<std::string> warnings;
+    store(dir,
+          {record(h200(), "conv.test", "HD/3x3/c3/aos", 64, 4, "full-text"), record(h200(), "conv.test", "8K/3x3/c3/aos", 128, 2, "code"),
+           record(h200(14000), "conv.test", "HD/3x3/c3/aos", 8, 8, "full-text")},
+          warnings);
+    EXPECT_EQ(restamp_with_code_hash(dir, h200(), hashes_of), 1);
+    const TuningCache cache = TuningCache::load_file(h200_file(), warnings);
+    EXPECT_TRUE(warnings.empty());
+    ASSERT_EQ(cache.records().size(), 3u);
+    for (const TuningRecord& r : cache.records()) {
+        const std::string which = to_string(r.problem_class) + " on " + r.gpu.key();
+        if (r.gpu.driver_version != 13000) {
+            EXPECT_EQ(r.source_hash, "full-text") << which;  // another GPU identity: left alone
+        } else {
+            EXPECT_EQ(r.source_hash, "code") << which;
+        }
+    }
+    EXPECT_EQ(to_string(cache.records().front().top.front().shape), "64x4 outputs=1");
+
+    const std::string after = read(h200_file());
+    EXPECT_EQ(restamp_with_code_hash(dir, h200(), hashes_of), 0);  // nothing left to restamp
+    EXPECT_EQ(read(h200_file()), after);
+
+    write(h200_file(), "{ not a cache");
+    EXPECT_EQ(restamp_with_code_hash(dir, h200(), hashes_of), 0);
+    EXPECT_EQ(read(h200_file()), "{ not a cache");  // left as it is, not set aside
+    int files = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(h200_file().parent_path())) ++files;
+    EXPECT_EQ(files, 2);  // the file and its lock
 }
 
 TEST_F(Cache, TwoWritersAtOnceLoseNothing) {

@@ -133,9 +133,11 @@ TEST(Restamp, OnlyThisGpusRecordsOfTheFullTextHashTakeTheCodeHash) {
     cache.merge(record(h100(), "conv.test", "HD/7x7/c3/aos", 8, 32, "full-text"));
     cache.merge(record(h200(), "conv.gone", "HD/9x9/c3/aos", 8, 32, "full-text"));
     cache.merge(record(h200(), "conv.no_full_text", "HD/3x3/c3/aos", 8, 32, ""));  // no full-text hash to match
+    cache.merge(record(h200(), "conv.same", "HD/3x3/c3/aos", 8, 32, "same"));  // code and full text hash alike
     const auto hashes_of = [](const std::string& name) -> std::optional<SourceHashes> {
         if (name == "conv.test") return SourceHashes{"code", "full-text"};
         if (name == "conv.no_full_text") return SourceHashes{"code", ""};
+        if (name == "conv.same") return SourceHashes{"same", "same"};
         return std::nullopt;
     };
     const std::vector<TuningRecord> restamped = restamped_with_code_hash(cache, h200(), hashes_of);
@@ -146,7 +148,8 @@ TEST(Restamp, OnlyThisGpusRecordsOfTheFullTextHashTakeTheCodeHash) {
     // Another driver is another GPU identity.
     EXPECT_TRUE(restamped_with_code_hash(cache, h200(14000), hashes_of).empty());
 
-    // Stored, the restamped record replaces the old one and stays current once the text changes.
+    // Merged, the restamped record replaces the old one and stays current once the text changes
+    // (the file's side: Cache.RestampingRewritesOnlyThisGpusRecordsOfTheFullTextHash).
     cache.merge(restamped[0]);
     const Problem hd = convolve_problem({1920, 1080, 3, Layout::aos}, masks::gaussian(3), Border{});
     const LookupVariant v;
