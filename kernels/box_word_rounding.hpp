@@ -11,8 +11,8 @@
 // grows with x0). So floor(word * inverse / 2^48) = floor(x1 / n) <= 255: byte 2 of the multiply-high.
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
-// file that includes it, so a change to its code (not to its comments) makes their tuning records
-// stale.
+// file that includes it, so a change to its code makes their tuning records stale (its comment-only
+// lines do not count).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,8 @@
 // with the accumulator's bits is exactly 1.5 * 2^23 + S.
 //
 // kernels/CMakeLists.txt puts this header into the source hash of every kernel file that includes
-// it, so a change to its code (not to its comments) makes their tuning records stale.
+// it, so a change to its code makes their tuning records stale (its comment-only lines do not
+// count).
 #pragma once
 
 #include <algorithm>

@@ -15,8 +15,8 @@
 // it again).
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
-// file that includes it, so a change to its code (not to its comments) makes their tuning records
-// stale.
+// file that includes it, so a change to its code makes their tuning records stale (its comment-only
+// lines do not count).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,8 @@
 // element stride, and the check of a tuning parameter against the values a variant lists.
 //
 // kernels/CMakeLists.txt puts this header into the source hash of every kernel file that includes
-// it, so a change to its code (not to its comments) makes their tuning records stale.
+// it, so a change to its code makes their tuning records stale (its comment-only lines do not
+// count).
 #pragma once
 #include <algorithm>
 #include <array>

@@ -24,8 +24,8 @@
 //   store_row<Phase>(acc, active, dst)               round acc row P to bytes and store them
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
-// file that includes it, so a change to its code (not to its comments) makes their tuning records
-// stale.
+// file that includes it, so a change to its code makes their tuning records stale (its comment-only
+// lines do not count).
 #pragma once
 
 #include <algorithm>

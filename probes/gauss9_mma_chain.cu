@@ -29,9 +29,9 @@
 // Nsight Compute (PROFILE=gauss9_mma_chain PROFILE_SKIP=1: the split form at strips of 32 rows,
 // blocks of 64; 293.8 us under the profiler's clocks): 102.4 M warp instructions, 33 per output,
 // against conv.separable_row_mma's 26. The loop takes 316 instructions per warp and group of 8 rows
-// (19.8 per output): the digits' combination and the split's subtractions (64 FADD, 32 FMUL, 32
-// FFMA), 24 IMMA, 12 HMMA, 16 each of the fp16 packs, unpacks, roundings and one-byte stores, 23
-// moves and 17 constant loads. Each warp's set-up, the digit operands built from the taps and the
+// (19.8 per output): the digits' combination and the split's subtractions (64 FADD, 16 FMUL, 32
+// FFMA), 24 IMMA, 12 HMMA, 16 each of the fp16 packs, unpacks, output scalings (FMUL), roundings
+// and one-byte stores, 23 moves and 17 constant loads. Each warp's set-up, the digit operands built from the taps and the
 // first rows, takes 859 (40% of the instructions at 32-row strips). Issue slots 48% busy; 108
 // registers, 25% theoretical occupancy (24.2% achieved, 0.84 eligible warps per scheduler); the
 // IMMAs hold 21% of the stall samples (their results feed the combination at once); L1 hit rate
