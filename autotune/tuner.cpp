@@ -446,11 +446,13 @@ std::vector<std::size_t> rank_candidates(const std::vector<MeasuredCandidate>& m
     return order;
 }
 
-SourceHashes source_hashes(const Variant& variant) {
-    const RegisteredVariant* entry = Registry::instance().entry(variant.name());
-    if (entry == nullptr) return {"unknown", {}};
-    return {entry->source_hash.empty() ? "unknown" : entry->source_hash, entry->full_text_hash};
+std::optional<SourceHashes> source_hashes(std::string_view variant_name) {
+    const RegisteredVariant* entry = Registry::instance().entry(variant_name);
+    if (entry == nullptr) return std::nullopt;
+    return SourceHashes{entry->source_hash.empty() ? "unknown" : entry->source_hash, entry->full_text_hash};
 }
+
+SourceHashes source_hashes(const Variant& variant) { return source_hashes(variant.name()).value_or(SourceHashes{"unknown", {}}); }
 
 std::string source_hash(const Variant& variant) { return source_hashes(variant).code; }
 

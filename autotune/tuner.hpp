@@ -24,7 +24,9 @@
 // say what the rule costs.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "autotune/problem_class.hpp"
 #include "autotune/search_space.hpp"
@@ -112,6 +114,8 @@ std::string source_hash(const Variant& variant);
 // The hashes a current record of the variant may carry: source_hash() and the hash of its files'
 // whole text (records tuned before 2026-11-30).
 SourceHashes source_hashes(const Variant& variant);
+// The same by the variant's name; nullopt for a name no variant of this build has.
+std::optional<SourceHashes> source_hashes(std::string_view variant_name);
 
 // Re-verification of a cached shape on its first use in a process: runs `variant` with `shape`
 // on a small synthetic image (509x287, sides no block divides) with the problem's operation, mask,

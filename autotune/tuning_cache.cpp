@@ -14,6 +14,7 @@
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <vector>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -228,6 +229,23 @@ void store(const fs::path& results_dir, const std::vector<TuningRecord>& records
     }
     for (const TuningRecord& r : records) cache.merge(r);
     write_cache(file, cache);
+}
+
+std::vector<TuningRecord> restamped_with_code_hash(const TuningCache& cache, const GpuIdentity& gpu,
+                                                   const SourceHashesOf& hashes_of) {
+    const std::string key = gpu.key();
+    std::vector<TuningRecord> restamped;
+    for (const TuningRecord& r : cache.records()) {
+        if (r.gpu.key() != key) continue;
+        const std::optional<SourceHashes> hashes = hashes_of(r.variant);
+        const bool full_text_only = hashes && !hashes->full_text.empty() && r.source_hash == hashes->full_text &&
+                                    r.source_hash != hashes->code;
+        if (!full_text_only) continue;
+        TuningRecord same_sources = r;
+        same_sources.source_hash = hashes->code;
+        restamped.push_back(std::move(same_sources));
+    }
+    return restamped;
 }
 
 int restamp_with_code_hash(const fs::path& results_dir, const GpuIdentity& gpu, const SourceHashesOf& hashes_of) {

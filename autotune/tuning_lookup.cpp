@@ -1,12 +1,11 @@
 // The run-time lookup ladder of the tuning cache (autotune/tuning_cache.hpp): the exact problem
 // class on this GPU, the same GPU at the nearest size, the same compute capability, the variant's
-// default shape; and the records that the code hash may restamp.
+// default shape.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -111,23 +110,6 @@ Lookup lookup(const TuningCache& cache, const Variant& variant, const SourceHash
                                                                    stale_same_class)
                                                      : std::string());
     return l;
-}
-
-std::vector<TuningRecord> restamped_with_code_hash(const TuningCache& cache, const GpuIdentity& gpu,
-                                                   const SourceHashesOf& hashes_of) {
-    const std::string key = gpu.key();
-    std::vector<TuningRecord> restamped;
-    for (const TuningRecord& r : cache.records()) {
-        if (r.gpu.key() != key) continue;
-        const std::optional<SourceHashes> hashes = hashes_of(r.variant);
-        const bool full_text_only = hashes && !hashes->full_text.empty() && r.source_hash == hashes->full_text &&
-                                    r.source_hash != hashes->code;
-        if (!full_text_only) continue;
-        TuningRecord same_sources = r;
-        same_sources.source_hash = hashes->code;
-        restamped.push_back(std::move(same_sources));
-    }
-    return restamped;
 }
 
 }  // namespace klab::autotune

@@ -249,11 +249,7 @@ void check_mask_sizes(const std::vector<int>& sizes) {
 // (autotune::restamp_with_code_hash), so that a comment edit no longer makes them stale. Optional:
 // where the cache cannot be written, they stay current by their full-text hash, and the tune goes on.
 void restamp_unchanged_sources(const std::string& results, const GpuIdentity& gpu) {
-    const auto registered = [](const std::string& name) -> std::optional<SourceHashes> {
-        const Variant* variant = Registry::instance().find(name);
-        if (variant == nullptr) return std::nullopt;
-        return source_hashes(*variant);
-    };
+    const auto registered = [](const std::string& name) { return source_hashes(std::string_view(name)); };
     try {
         const int restamped = restamp_with_code_hash(results, gpu, registered);
         if (restamped == 0) return;
