@@ -87,6 +87,12 @@
 // still to be read as leaving rows are about 16 KB per resident warp, some 50 MB in all, against a
 // 60 MB L2 that the output's stores pass through. Strips of 128 rows beside 16 to 64, with the
 // same hints: the tuner kept 32 (134.0 / 101.4 us).
+// Fewer resident warps, dropped (H200, 2026-11-30; scripts/gpu-experiment.sh, copies whose launch
+// asks for more dynamic shared memory per warp, klab tune on 8K RGB AoS box31, then klab-bench, L2
+// flushed, medians of 5): 20, 16 and 12 warps per SM instead of 24, so that the rows still to be read
+// as leaving rows take about 42, 34 and 25 MB of L2 instead of 50: box31 132.4, 135.3 and 153.8 us
+// against 125.0 for this file in the same run. The warps are already too few to cover the latencies;
+// a smaller footprint in L2 does not make up for losing some of them.
 // The strip's first rows (H200, 2026-11-29; copies of this file, scripts/gpu-experiment.sh, klab tune
 // on 8K RGB AoS box9 and box31, then klab-bench, L2 flushed, medians of 5). Nsight Compute on box31
 // (32x4 rows=32): 78.1 M warp instructions; the row loop 227 a warp and row (69% of them), the
