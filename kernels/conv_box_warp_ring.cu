@@ -96,6 +96,13 @@
 //   82% of the elapsed cycles against 89%: the edge warps' tail, which the order above removes).
 // probes/box_mma_rows.cu: the row sums on the integer tensor cores are slower (92.5 us against
 // 73.9 for the scalar slide of probes/box_lane_slide.cu).
+// One ring per block instead of one per warp (probes/box_lane_slide.cu, H200, 2026-11-30): each row
+// brought by a single bulk copy (cp.async.bulk, mbarriers), 16 rows ahead, in one wave of blocks:
+// the loop without the row sums no faster (60.2 us against 60.7 for the warps' rings), the 9x9 box
+// slower (74.9 against 73.8: a slot is refilled only once the block's slowest warp is done with it).
+// The same probe copies the image walking down strips at 1.06x to 1.10x the copy, so most of what
+// the loop without the row sums costs above it (1.27x) is the bytes it reads twice (halo rows and the
+// spans' 32-byte overlap: about 1.17x at 64-row strips).
 #include <algorithm>
 #include <array>
 #include <cstdint>

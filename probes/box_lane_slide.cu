@@ -19,7 +19,9 @@
 // (read 9 rows after it entered: an L1 hit).
 // It also times the loop without the row sums (the columns only, wrong pixels): the floor of the
 // structure at each depth of loads in flight. And both again with every row copied once into a
-// per-warp ring in shared memory (box_lane_ring), which gives the entering and the leaving row.
+// per-warp ring in shared memory (box_lane_ring), which gives the entering and the leaving row, or
+// into one ring per block filled by bulk copies (box_block_ring, below). And, first, two copies of
+// the image: one walking down strips as the box's warps do, one in address order.
 // Measured on an NVIDIA H200 (2026-11-26, `bash scripts/gpu-probe.sh box_lane_slide`; each run timed
 // by CUDA events after an L2 flush, medians of at least 20; copy of the image 47.3 us); every
 // interior byte checked equal to a CPU box sum:
@@ -37,6 +39,22 @@
 //   113 MB at 64-row strips (1.14x the image), 126 MB at 32; the box at 32-row strips issues
 //   39.3 M warp instructions (12.6 per output byte) with 61% of issue slots busy at 39% achieved
 //   occupancy.
+// The block's ring and the copy floors (H200, 2026-11-30, the same command; copy 47.3 to 47.6 us):
+//   through one ring per block (4 or 8 warps side by side, a ring row of their 480-byte tiles and
+//   16 bytes each side, each row brought by one bulk copy, mbarriers for full and emptied slots;
+//   strips of 33, 49 and 99 rows: 3, 2 and 1 whole waves of blocks): the columns only 60.2 to
+//   68.8 us (1.27x to 1.45x; 16 rows ahead, 99-row strips, blocks of 256 the fastest), against
+//   60.7 for the warps' rings in the same run; the 9x9 box 74.9 to 80.7 us (1.58x to 1.71x),
+//   against 73.8. The copy engine and the deeper prefetch leave the floor where it was, and the
+//   block's warps wait for one another (a slot is refilled once its slowest warp is done with it);
+//   dropped. Nsight Compute (clocks locked) on the columns only at 6 rows ahead, 128-row strips:
+//   DRAM 55% of peak, 18.8% achieved occupancy (0.44 waves); the one-wave strips did no better;
+//   the copy walking down strips (45 spans of 512 bytes a row, no halo rows, 1 to 8 rows of loads
+//   in flight): 50.5 to 59.8 us, 1.06x to 1.26x the copy (1.06x at 64-row strips and 8 rows ahead,
+//   1.07x to 1.10x at 32 and 64 rows with 1 or 4); in address order (a grid-stride loop of 16-byte
+//   pieces) 48.4 to 50.7 us, 1.02x to 1.07x. So walking down strips costs about 6%, and the
+//   columns' 1.27x is some 1.17x by its bytes (at 64-row strips 8 halo rows, 12.5% more rows read,
+//   and spans that overlap by 32 bytes, 6.7% more bytes a row) and about 0.1x of the ring's own.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -166,12 +184,145 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
     }
 }
 
+// The block's ring: one ring per block, shared by its warps, each row copied once by one thread
+// with a bulk copy (cp.async.bulk: the copy engine, 16-byte aligned, a multiple of 16 bytes),
+// instead of 16 bytes per lane by cp.async into each warp's own ring. The warps of a block own
+// consecutive spans (a warp writes 480 bytes, reads the 512 around them from the ring), so a ring
+// row is the block's 480 * warps bytes and 16 on each side, and the 32 bytes the warps' spans
+// overlap by are read from DRAM once per block instead of once per warp. Each slot has two
+// mbarriers: `full` (the bulk copy's bytes have arrived) and `empty` (every warp is done with the
+// row). Thread 0 issues the copies: at output row k it waits until every warp has released ring
+// row k - kLag, and refills that slot with ring row k - kLag + kSlots (needed Ahead - kLag rows
+// later). A block's warps are thus never more than about Ahead rows apart.
+__device__ __forceinline__ unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void barrier_init(std::uint64_t* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void barrier_arrive(std::uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+}
+__device__ __forceinline__ void barrier_wait(std::uint64_t* bar, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred ready;\n"
+        "wait_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+        "@!ready bra wait_%=;\n"
+        "}\n" ::"r"(shared_address(bar)),
+        "r"(parity)
+        : "memory");
+}
+// Copies `bytes` from global memory into shared memory; `bar`'s current phase completes when they are there.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* bar) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(shared_address(dst)),
+                 "l"(src), "r"(bytes), "r"(shared_address(bar))
+                 : "memory");
+}
+
+constexpr int kBarrierBytes = 512;  // the block ring's mbarriers, before the ring
+constexpr int kLag = 2;  // the ring row a step's refill waits for: kLag rows behind the row released
+
+template <int Ahead, bool RowSums>
+__global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
+                                                      int strip_rows) {
+    constexpr int kSlots = 2 * kRadius + 1 + Ahead;
+    static_assert(Ahead > kLag, "a refill must land before the row that needs it");
+    extern __shared__ __align__(128) std::uint8_t shared_bytes[];
+    std::uint64_t* const full = reinterpret_cast<std::uint64_t*>(shared_bytes);
+    std::uint64_t* const empty = full + kSlots;
+    static_assert(2 * kSlots * sizeof(std::uint64_t) <= kBarrierBytes, "the barriers fit before the ring");
+    std::uint8_t* const ring = shared_bytes + kBarrierBytes;
+    const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+    const int warps = static_cast<int>(blockDim.x >> 5);
+    const int ring_row = warps * kWarpOutput + 32;  // bytes of a ring row
+    const int tiles = kRowBytes / (warps * kWarpOutput);
+    const int tile = static_cast<int>(blockIdx.x) % tiles;
+    const int y_begin = static_cast<int>(blockIdx.x) / tiles * strip_rows;
+    if (y_begin >= kHeight) return;  // the whole block: no barrier is waited for
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const int first = y_begin - kRadius - 1;  // ring row i is image row first + i (clamped), in slot i % kSlots
+    const int x_nominal = tile * warps * kWarpOutput - 16;                     // image byte of ring byte 0, unclamped
+    const int x_copy = min(max(x_nominal, 0), kRowBytes - ring_row);           // the ends' tiles copy inside the row
+    const int offset = min(max(x_nominal - x_copy + warp * kWarpOutput + 16 * lane, 0), ring_row - 16);  // as box_lane_slide clamps
+    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x_copy; };
+    const auto slot = [&](int i) { return reinterpret_cast<const uint4*>(ring + (i % kSlots) * ring_row + offset); };
+    const int total = y_end - y_begin + 2 * kRadius + 1;  // ring rows the strip reads
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kSlots; ++s) barrier_init(full + s, 1), barrier_init(empty + s, static_cast<unsigned>(warps));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < kSlots && i < total; ++i) bulk_copy(ring + i * ring_row, row(first + i), static_cast<unsigned>(ring_row), full + i);
+    }
+    std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
+    for (int i = 0; i <= 2 * kRadius; ++i) {
+        barrier_wait(full + i % kSlots, static_cast<unsigned>(i / kSlots) & 1u);
+        slide_columns(v, *slot(i), make_uint4(0, 0, 0, 0));
+    }
+    const int x = x_nominal + warp * kWarpOutput + 16 * lane;  // the lane's output bytes (lanes 1 to 30)
+    for (int k = 0; k < y_end - y_begin; ++k) {
+        const int entering = k + 2 * kRadius + 1;
+        barrier_wait(full + entering % kSlots, static_cast<unsigned>(entering / kSlots) & 1u);
+        slide_columns(v, *slot(entering), *slot(k));
+        __syncwarp();
+        if (lane == 0) barrier_arrive(empty + k % kSlots);  // ring row k is done with (its last use)
+        if (threadIdx.x == 0 && k >= kLag && k - kLag + kSlots < total) {
+            const int done = k - kLag, refill = done + kSlots;
+            barrier_wait(empty + done % kSlots, static_cast<unsigned>(done / kSlots) & 1u);
+            bulk_copy(ring + (refill % kSlots) * ring_row, row(first + refill), static_cast<unsigned>(ring_row), full + refill % kSlots);
+        }
+        const uint4 bytes = RowSums ? box_bytes(v)
+                                    : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
+                                                 __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y_begin + k) * pitch + x), bytes);
+    }
+}
+
+// The copy floors of the walk: the image copied by warps that each walk down a strip of rows in
+// a 512-byte span (no halo rows, no overlap: 45 spans a row), `Ahead` rows of loads in flight, and
+// by threads that copy 16-byte pieces in address order (a grid-stride loop). The difference between
+// the two and cudaMemcpyAsync is what walking down strips costs before any filtering.
+template <int Ahead>
+__global__ void __launch_bounds__(256) strip_copy(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
+                                                  int strip_rows) {
+    constexpr int kSpans = kRowBytes / 512;
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int y_begin = warp / kSpans * strip_rows;
+    if (y_begin >= kHeight) return;
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const std::size_t x = static_cast<std::size_t>(warp % kSpans) * 512 + 16 * static_cast<std::size_t>(lane);
+    uint4 queue[Ahead];
+#pragma unroll
+    for (int k = 0; k < Ahead; ++k) queue[k] = load16(in + static_cast<std::size_t>(min(y_begin + k, y_end - 1)) * pitch + x);
+    for (int y = y_begin; y < y_end; ++y) {
+        const uint4 bytes = queue[0];
+#pragma unroll
+        for (int k = 0; k + 1 < Ahead; ++k) queue[k] = queue[k + 1];
+        queue[Ahead - 1] = load16(in + static_cast<std::size_t>(min(y + Ahead, y_end - 1)) * pitch + x);
+        __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
+    }
+}
+
+__global__ void __launch_bounds__(256) linear_copy(const uint4* __restrict__ in, uint4* __restrict__ out, std::size_t pieces) {
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < pieces;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        __stcs(out + i, __ldg(in + i));
+    }
+}
+
 using Kernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, int);
 
-// A configuration: the row reads (global: the leaving row read again; ring: shared memory), whether
-// the row sums are worked out, and the rows of loads in flight.
+// A configuration: the row reads (global: the leaving row read again; warp_ring: each warp's ring
+// in shared memory, filled by cp.async; block_ring: the block's, filled by bulk copies), whether the
+// row sums are worked out, and the rows of loads in flight.
+enum class Reads { global, warp_ring, block_ring };
 struct Config {
-    bool ring, row_sums;
+    Reads reads;
+    bool row_sums;
     int ahead;
 };
 
@@ -192,18 +343,74 @@ Kernel ring_kernel(int ahead) {
     }
 }
 
-Kernel kernel_of(const Config& c) {
-    if (c.ring) return c.row_sums ? ring_kernel<true>(c.ahead) : ring_kernel<false>(c.ahead);
-    return c.row_sums ? global_kernel<true>(c.ahead) : global_kernel<false>(c.ahead);
+template <bool RowSums>
+Kernel block_ring_kernel(int ahead) {
+    switch (ahead) {
+        case 4: return &box_block_ring<4, RowSums>;
+        case 6: return &box_block_ring<6, RowSums>;
+        default: return &box_block_ring<16, RowSums>;
+    }
 }
 
-// Dynamic shared memory of a launch (the ring kernels' rings), allowed for the kernel.
+Kernel kernel_of(const Config& c) {
+    switch (c.reads) {
+        case Reads::warp_ring: return c.row_sums ? ring_kernel<true>(c.ahead) : ring_kernel<false>(c.ahead);
+        case Reads::block_ring: return c.row_sums ? block_ring_kernel<true>(c.ahead) : block_ring_kernel<false>(c.ahead);
+        default: return c.row_sums ? global_kernel<true>(c.ahead) : global_kernel<false>(c.ahead);
+    }
+}
+
+const char* reads_name(Reads reads) {
+    switch (reads) {
+        case Reads::warp_ring: return "ring";
+        case Reads::block_ring: return "block";
+        default: return "global";
+    }
+}
+
+// Dynamic shared memory of a launch (the rings), allowed for the kernel.
 std::size_t shared_bytes_of(const Config& c, int block) {
-    if (!c.ring) return 0;
-    const std::size_t bytes = static_cast<std::size_t>(block / 32) * (2 * kRadius + 1 + c.ahead) * 32 * sizeof(uint4);
+    const int slots = 2 * kRadius + 1 + c.ahead;
+    std::size_t bytes = 0;
+    if (c.reads == Reads::warp_ring) bytes = static_cast<std::size_t>(block / 32) * slots * 32 * sizeof(uint4);
+    if (c.reads == Reads::block_ring) bytes = kBarrierBytes + static_cast<std::size_t>(slots) * (block / 32 * kWarpOutput + 32);
+    if (bytes == 0) return 0;
     KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel_of(c)), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes)));
     return bytes;
+}
+
+// Blocks of a launch: a warp per span and strip, or for the block ring a block per tile of
+// block / 32 spans and strip.
+int grid_of(const Config& c, int strip_rows, int block) {
+    const int strips = (kHeight + strip_rows - 1) / strip_rows;
+    if (c.reads == Reads::block_ring) return kRowBytes / (block / 32 * kWarpOutput) * strips;
+    return (kWarpsPerRow * strips * 32 + block - 1) / block;
+}
+
+// The two copies of the image (see strip_copy), printed against the device-to-device copy.
+void time_copies(Timer& timer, const Buffers& buffers, double copy_us) {
+    int sms = 0;
+    KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (int blocks_per_sm : {8, 32, 128}) {
+        const double us = timer.median_us([&](cudaStream_t stream) {
+            linear_copy<<<sms * blocks_per_sm, 256, 0, stream>>>(reinterpret_cast<const uint4*>(buffers.in), reinterpret_cast<uint4*>(buffers.out),
+                                                                 Buffers::bytes / sizeof(uint4));
+            KLAB_CUDA_CHECK_LAUNCH(stream);
+        });
+        std::printf("copy in address order, %3d blocks of 256 per SM:         %6.1f us, %.2fx the copy\n", blocks_per_sm, us, us / copy_us);
+    }
+    for (int ahead : {1, 4, 8}) {
+        const auto kernel = ahead == 1 ? &strip_copy<1> : ahead == 4 ? &strip_copy<4> : &strip_copy<8>;
+        for (int strip_rows : {32, 64, 128}) {
+            const int warps = kRowBytes / 512 * ((kHeight + strip_rows - 1) / strip_rows);
+            const double us = timer.median_us([&](cudaStream_t stream) {
+                kernel<<<(warps * 32 + 255) / 256, 256, 0, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
+                KLAB_CUDA_CHECK_LAUNCH(stream);
+            });
+            std::printf("copy walking down strips of %3d rows, %d rows ahead:    %6.1f us, %.2fx the copy\n", strip_rows, ahead, us, us / copy_us);
+        }
+    }
 }
 
 // `profile`: each configuration of kProfiled launched once, untimed (for Nsight Compute, which
@@ -212,8 +419,10 @@ struct Profiled {
     Config config;
     int strip_rows, block;
 };
-constexpr Profiled kProfiled[] = {{{false, false, 1}, 32, 128}, {{false, true, 1}, 32, 128}, {{true, false, 4}, 64, 256},
-                                  {{true, true, 4}, 32, 128},   {{true, true, 4}, 64, 128}};
+constexpr Profiled kProfiled[] = {{{Reads::global, false, 1}, 32, 128},    {{Reads::global, true, 1}, 32, 128},
+                                  {{Reads::warp_ring, false, 4}, 64, 256}, {{Reads::warp_ring, true, 4}, 32, 128},
+                                  {{Reads::warp_ring, true, 4}, 64, 128},  {{Reads::block_ring, false, 6}, 128, 128},
+                                  {{Reads::block_ring, true, 4}, 32, 128}};
 bool g_profile = false;
 
 int run() {
@@ -225,9 +434,8 @@ int run() {
 
     if (g_profile) {
         for (const Profiled& p : kProfiled) {
-            const int warps = kWarpsPerRow * ((kHeight + p.strip_rows - 1) / p.strip_rows);
             const std::size_t shared = shared_bytes_of(p.config, p.block);
-            kernel_of(p.config)<<<(warps * 32 + p.block - 1) / p.block, p.block, shared>>>(in, out, pitch, p.strip_rows);
+            kernel_of(p.config)<<<grid_of(p.config, p.strip_rows, p.block), p.block, shared>>>(in, out, pitch, p.strip_rows);
             KLAB_CUDA_CHECK_LAUNCH(nullptr);
         }
         KLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -235,17 +443,23 @@ int run() {
     }
     Timer timer;
     const double copy_us = timer.copy_us(buffers);
+    time_copies(timer, buffers, copy_us);
 
-    const Config configs[] = {{false, false, 1}, {false, false, 4}, {false, true, 1}, {false, true, 4}, {true, false, 2}, {true, false, 4},
-                              {true, false, 6},  {true, true, 2},   {true, true, 4},  {true, true, 6}};
+    const Config configs[] = {{Reads::global, false, 1},     {Reads::global, false, 4},     {Reads::global, true, 1},
+                              {Reads::global, true, 4},      {Reads::warp_ring, false, 2},  {Reads::warp_ring, false, 4},
+                              {Reads::warp_ring, false, 6},  {Reads::warp_ring, true, 2},   {Reads::warp_ring, true, 4},
+                              {Reads::warp_ring, true, 6},   {Reads::block_ring, false, 4}, {Reads::block_ring, false, 16},
+                              {Reads::block_ring, true, 4},  {Reads::block_ring, true, 16}};
     for (const Config& c : configs) {
         const Kernel kernel = kernel_of(c);
         cudaFuncAttributes attributes{};
         KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-        for (int strip_rows : {32, 64, 128}) {
+        // The block ring's strips: 3, 2 and 1 whole waves of blocks (12 or 6 tiles a row, 4 or 2
+        // blocks per SM as shared memory allows at 16 rows ahead, 132 SMs).
+        const std::vector<int> strip_heights = c.reads == Reads::block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128};
+        for (int strip_rows : strip_heights) {
             for (int block : {128, 256}) {
-                const int warps = kWarpsPerRow * ((kHeight + strip_rows - 1) / strip_rows);
-                const int grid = (warps * 32 + block - 1) / block;
+                const int grid = grid_of(c, strip_rows, block);
                 const std::size_t shared = shared_bytes_of(c, block);
                 const autotune::Work work = [&](cudaStream_t s) {
                     kernel<<<grid, block, shared, s>>>(in, out, pitch, strip_rows);
@@ -258,7 +472,7 @@ int run() {
                 }
                 const double us = timer.median_us(work);
                 std::printf("%-13s %-6s rows ahead %d, strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers, %zu B shared)",
-                            c.row_sums ? "box 9x9" : "columns only", c.ring ? "ring" : "global", c.ahead, strip_rows, block, us, us / copy_us,
+                            c.row_sums ? "box 9x9" : "columns only", reads_name(c.reads), c.ahead, strip_rows, block, us, us / copy_us,
                             attributes.numRegs, shared);
                 if (c.row_sums) std::printf("; %ld of %ld interior bytes differ", differing, checked);
                 std::printf("\n");
