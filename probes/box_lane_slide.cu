@@ -44,7 +44,7 @@
 //   16 bytes each side, each row brought by one bulk copy, mbarriers for full and emptied slots;
 //   strips of 33, 49 and 99 rows: 3, 2 and 1 whole waves of blocks): the columns only 60.2 to
 //   68.8 us (1.27x to 1.45x; 16 rows ahead, 99-row strips, blocks of 256 the fastest), against
-//   60.7 for the warps' rings in the same run; the 9x9 box 74.9 to 80.7 us (1.58x to 1.71x),
+//   60.7 for the warps' rings in the same run; the 9x9 box 74.9 to 81.0 us (1.58x to 1.71x),
 //   against 73.8. The copy engine and the deeper prefetch leave the floor where it was, and the
 //   block's warps wait for one another (a slot is refilled once its slowest warp is done with it);
 //   dropped. Nsight Compute (clocks locked) on the columns only at 6 rows ahead, 128-row strips:
