@@ -98,11 +98,11 @@
 // 73.9 for the scalar slide of probes/box_lane_slide.cu).
 // One ring per block instead of one per warp (probes/box_lane_slide.cu, H200, 2026-11-30): each row
 // brought by a single bulk copy (cp.async.bulk, mbarriers), 16 rows ahead, in one wave of blocks:
-// the loop without the row sums no faster (60.2 us against 60.7 for the warps' rings), the 9x9 box
-// slower (74.9 against 73.8: a slot is refilled only once the block's slowest warp is done with it).
-// The same probe copies the image walking down strips at 1.06x to 1.10x the copy, so most of what
-// the loop without the row sums costs above it (1.27x) is the bytes it reads twice (halo rows and the
-// spans' 32-byte overlap: about 1.17x at 64-row strips).
+// the loop without the row sums no faster (60.3 us against 61.1 for the warps' rings), the 9x9 box
+// slower (75.0 against 73.9 at best; a slot is refilled only once the block's slowest warp is done
+// with it). The same probe copies the image walking down strips at 1.06x to 1.10x the copy (strips
+// of 32 and 64 rows); the extra rows that the loop reads (1.14x the image from DRAM at 64-row strips)
+// bring that to some 1.15x, so about 0.13x of its 1.28x is the loop's own.
 #include <algorithm>
 #include <array>
 #include <cstdint>

@@ -91,11 +91,11 @@
 // asks for more dynamic shared memory per warp, klab tune on 8K RGB AoS box31, then klab-bench, L2
 // flushed, medians of 5): 20, 16 and 12 warps per SM instead of 24, so that the rows still to be read
 // as leaving rows take about 42, 34 and 25 MB of L2 instead of 50: box31 132.4, 135.3 and 153.8 us
-// against 125.0 for this file in the same run. The warps are already too few to cover the latencies;
-// a smaller footprint in L2 does not make up for losing some of them. Nor do more warps bought with
-// registers pay (the next call, same kind of run): __maxnreg__(72) in place of the launch bounds
-// (28 warps per SM; 4 to 16 bytes spilled in 18 of the 36 kernels) 126.4 us, __maxnreg__(68) 131.3,
-// against 125.0; both tuned to 32x2 rows=16. 80 registers and 24 warps is where the two meet.
+// against 125.0 for this file in the same run: fewer warps cost more than the L2 they free. Nor did
+// more warps bought with a register cap help (the next call, same kind of run; the cap's spills and
+// schedule offset them): __maxnreg__(72) in place of the launch bounds (28 warps per SM; ptxas -v:
+// 4 to 16 bytes spilled in 18 of the 36 kernels) 126.4 us, __maxnreg__(68) 131.3, against 125.0;
+// both tuned to 32x2 rows=16. This file's 80 registers and 24 warps were the fastest of those tried.
 // The strip's first rows (H200, 2026-11-29; copies of this file, scripts/gpu-experiment.sh, klab tune
 // on 8K RGB AoS box9 and box31, then klab-bench, L2 flushed, medians of 5). Nsight Compute on box31
 // (32x4 rows=32): 78.1 M warp instructions; the row loop 227 a warp and row (69% of them), the

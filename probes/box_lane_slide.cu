@@ -39,22 +39,29 @@
 //   113 MB at 64-row strips (1.14x the image), 126 MB at 32; the box at 32-row strips issues
 //   39.3 M warp instructions (12.6 per output byte) with 61% of issue slots busy at 39% achieved
 //   occupancy.
-// The block's ring and the copy floors (H200, 2026-11-30, the same command; copy 47.3 to 47.6 us):
+// The block's ring and the copy floors (H200, 2026-11-30, the same command, the file as it is;
+// copy 47.6 us):
+//   the copies first (45 spans of 512 bytes a row walking down strips, no halo rows, 1 to 8 rows of
+//   loads in flight; every output checked equal to the image): 50.4 to 52.2 us at strips of 32 and
+//   64 rows (1.06x to 1.10x), 52.8 to 59.6 at 128 (1.11x to 1.25x); in address order (a grid-stride
+//   loop of 16-byte pieces) 48.4 to 50.8 us, 1.02x to 1.07x. A kernel's own copy costs 2 to 7% over
+//   cudaMemcpyAsync, and walking down strips some 4% more;
 //   through one ring per block (4 or 8 warps side by side, a ring row of their 480-byte tiles and
-//   16 bytes each side, each row brought by one bulk copy, mbarriers for full and emptied slots;
-//   strips of 33, 49 and 99 rows: 3, 2 and 1 whole waves of blocks): the columns only 60.2 to
-//   68.8 us (1.27x to 1.45x; 16 rows ahead, 99-row strips, blocks of 256 the fastest), against
-//   60.7 for the warps' rings in the same run; the 9x9 box 74.9 to 81.0 us (1.58x to 1.71x),
-//   against 73.8. The copy engine and the deeper prefetch leave the floor where it was, and the
-//   block's warps wait for one another (a slot is refilled once its slowest warp is done with it);
-//   dropped. Nsight Compute (clocks locked) on the columns only at 6 rows ahead, 128-row strips:
-//   DRAM 55% of peak, 18.8% achieved occupancy (0.44 waves); the one-wave strips did no better;
-//   the copy walking down strips (45 spans of 512 bytes a row, no halo rows, 1 to 8 rows of loads
-//   in flight): 50.5 to 59.8 us, 1.06x to 1.26x the copy (1.06x at 64-row strips and 8 rows ahead,
-//   1.07x to 1.10x at 32 and 64 rows with 1 or 4); in address order (a grid-stride loop of 16-byte
-//   pieces) 48.4 to 50.7 us, 1.02x to 1.07x. So walking down strips costs about 6%, and the
-//   columns' 1.27x is some 1.17x by its bytes (at 64-row strips 8 halo rows, 12.5% more rows read,
-//   and spans that overlap by 32 bytes, 6.7% more bytes a row) and about 0.1x of the ring's own.
+//   16 bytes each side, each row brought by one bulk copy of the TMA unit, mbarriers for full and
+//   emptied slots, thread 0 refilling each slot once every warp has released it; strips of 33, 49, 99
+//   rows, about 3, 2 and exactly 1 wave of blocks at 16 rows ahead): the columns only 60.3 to 69.6
+//   us (1.27x to 1.46x; 60.3 at 16 rows ahead, 99-row strips, blocks of 256), against 61.1 for the
+//   warps' rings; the 9x9 box 75.0 to 80.9 us (1.58x to 1.70x), against 73.9. The bulk copies and
+//   the deeper prefetch leave the floor where it was, and in this design (the producer in warp 0,
+//   each refill waiting for the block's slowest warp) the box is slower; dropped. Nsight Compute
+//   (clocks locked) on the columns only at 16 rows ahead, 99-row strips, blocks of 256: one wave,
+//   23.4% achieved occupancy of 25%, DRAM 61% of peak (the warps' rings at 4 ahead, 64-row strips:
+//   35% and 57%).
+//   The columns' 1.27x to 1.28x is not mostly bytes: the DRAM reads of the warps' rings at 64-row
+//   strips, 1.14x the image (the strip's 9 halo rows; the spans' 32-byte overlap comes from L2),
+//   make the traffic 1.07x the copy's, some 1.15x with the strip walk; the block ring at 99-row
+//   strips reads 108 rows for 99, some 1.11x. The rest, 0.13x to 0.16x, is the loop's own, not
+//   yet taken apart.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -189,7 +196,7 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
 // instead of 16 bytes per lane by cp.async into each warp's own ring. The warps of a block own
 // consecutive spans (a warp writes 480 bytes, reads the 512 around them from the ring), so a ring
 // row is the block's 480 * warps bytes and 16 on each side, and the 32 bytes the warps' spans
-// overlap by are read from DRAM once per block instead of once per warp. Each slot has two
+// overlap by are read once per block, not once per warp (whose second read L2 serves). Each slot has two
 // mbarriers: `full` (the bulk copy's bytes have arrived) and `empty` (every warp is done with the
 // row). Thread 0 issues the copies: at output row k it waits until every warp has released ring
 // row k - kLag, and refills that slot with ring row k - kLag + kSlots (needed Ahead - kLag rows
@@ -252,6 +259,7 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < kSlots; ++s) barrier_init(full + s, 1), barrier_init(empty + s, static_cast<unsigned>(warps));
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the barriers, as the bulk copies will see them
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -347,7 +355,6 @@ template <bool RowSums>
 Kernel block_ring_kernel(int ahead) {
     switch (ahead) {
         case 4: return &box_block_ring<4, RowSums>;
-        case 6: return &box_block_ring<6, RowSums>;
         default: return &box_block_ring<16, RowSums>;
     }
 }
@@ -388,27 +395,33 @@ int grid_of(const Config& c, int strip_rows, int block) {
     return (kWarpsPerRow * strips * 32 + block - 1) / block;
 }
 
-// The two copies of the image (see strip_copy), printed against the device-to-device copy.
+// The two copies of the image (see strip_copy), each checked once against the image, printed
+// against the device-to-device copy.
 void time_copies(Timer& timer, const Buffers& buffers, double copy_us) {
     int sms = 0;
     KLAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const auto report = [&](const char* what, const klab::autotune::Work& work) {
+        const bool equal = buffers.output_of(work) == buffers.image;
+        const double us = timer.median_us(work);
+        std::printf("%-58s %6.1f us, %.2fx the copy%s\n", what, us, us / copy_us, equal ? "" : " (THE OUTPUT DIFFERS FROM THE IMAGE)");
+    };
     for (int blocks_per_sm : {8, 32, 128}) {
-        const double us = timer.median_us([&](cudaStream_t stream) {
+        const std::string what = "copy in address order, grid of " + std::to_string(blocks_per_sm) + " blocks of 256 per SM:";
+        report(what.c_str(), [&](cudaStream_t stream) {
             linear_copy<<<sms * blocks_per_sm, 256, 0, stream>>>(reinterpret_cast<const uint4*>(buffers.in), reinterpret_cast<uint4*>(buffers.out),
                                                                  Buffers::bytes / sizeof(uint4));
             KLAB_CUDA_CHECK_LAUNCH(stream);
         });
-        std::printf("copy in address order, %3d blocks of 256 per SM:         %6.1f us, %.2fx the copy\n", blocks_per_sm, us, us / copy_us);
     }
     for (int ahead : {1, 4, 8}) {
         const auto kernel = ahead == 1 ? &strip_copy<1> : ahead == 4 ? &strip_copy<4> : &strip_copy<8>;
         for (int strip_rows : {32, 64, 128}) {
             const int warps = kRowBytes / 512 * ((kHeight + strip_rows - 1) / strip_rows);
-            const double us = timer.median_us([&](cudaStream_t stream) {
+            const std::string what = "copy walking down strips of " + std::to_string(strip_rows) + " rows, " + std::to_string(ahead) + " rows ahead:";
+            report(what.c_str(), [&](cudaStream_t stream) {
                 kernel<<<(warps * 32 + 255) / 256, 256, 0, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
                 KLAB_CUDA_CHECK_LAUNCH(stream);
             });
-            std::printf("copy walking down strips of %3d rows, %d rows ahead:    %6.1f us, %.2fx the copy\n", strip_rows, ahead, us, us / copy_us);
         }
     }
 }
@@ -421,8 +434,8 @@ struct Profiled {
 };
 constexpr Profiled kProfiled[] = {{{Reads::global, false, 1}, 32, 128},    {{Reads::global, true, 1}, 32, 128},
                                   {{Reads::warp_ring, false, 4}, 64, 256}, {{Reads::warp_ring, true, 4}, 32, 128},
-                                  {{Reads::warp_ring, true, 4}, 64, 128},  {{Reads::block_ring, false, 6}, 128, 128},
-                                  {{Reads::block_ring, true, 4}, 32, 128}};
+                                  {{Reads::warp_ring, true, 4}, 64, 128},  {{Reads::block_ring, false, 16}, 99, 256},
+                                  {{Reads::block_ring, true, 4}, 49, 256}};
 bool g_profile = false;
 
 int run() {
@@ -454,8 +467,8 @@ int run() {
         const Kernel kernel = kernel_of(c);
         cudaFuncAttributes attributes{};
         KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-        // The block ring's strips: 3, 2 and 1 whole waves of blocks (12 or 6 tiles a row, 4 or 2
-        // blocks per SM as shared memory allows at 16 rows ahead, 132 SMs).
+        // The block ring's strips: about 3, 2 and exactly 1 wave of blocks at 16 rows ahead (12 or 6
+        // tiles a row, 4 or 2 blocks per SM as shared memory allows, 132 SMs: 44 strips a wave).
         const std::vector<int> strip_heights = c.reads == Reads::block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128};
         for (int strip_rows : strip_heights) {
             for (int block : {128, 256}) {
