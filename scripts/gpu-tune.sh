@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The autotuner on the GPU machine, in one call (e.g. through the device tool): builds the release
-# preset, runs `klab tune` with the given arguments (default: every convolution variant at HD and
-# 8K, 3x3 and 9x9, RGB, AoS and SoA) into results/, merging with the cache already there, and
+# preset, runs `klab tune` with the given arguments (default: every variant of every operation,
+# convolutions, Sobel and integral images, at HD and 8K, 3x3 and 9x9, RGB, AoS and SoA: klab tune's
+# own defaults) into results/, merging with the cache already there, and
 # copies results/ and the log to $OUT (default build/gpu-tune). Commit what comes back unedited.
 # Usage: bash scripts/gpu-tune.sh [klab tune options...]
 # On a copy of the tree (a GPU machine's may hold no .git, or a stale one), set KLAB_GIT_COMMIT to
