@@ -96,13 +96,16 @@
 //   82% of the elapsed cycles against 89%: the edge warps' tail, which the order above removes).
 // probes/box_mma_rows.cu: the row sums on the integer tensor cores are slower (92.5 us against
 // 73.9 for the scalar slide of probes/box_lane_slide.cu).
-// One ring per block instead of one per warp (probes/box_lane_slide.cu, H200, 2026-11-30): each row
-// brought by a single bulk copy (cp.async.bulk, mbarriers), 16 rows ahead, in one wave of blocks:
-// the loop without the row sums no faster (60.3 us against 61.1 for the warps' rings), the 9x9 box
-// slower (75.0 against 73.9 at best; a slot is refilled only once the block's slowest warp is done
-// with it). The same probe copies the image walking down strips at 1.06x to 1.10x the copy (strips
-// of 32 and 64 rows); the extra rows that the loop reads (1.14x the image from DRAM at 64-row strips)
-// bring that to some 1.15x, so about 0.13x of its 1.28x is the loop's own.
+// The structure's floor is its access pattern (probes/box_lane_slide.cu, H200, 2026-11-30): a copy
+// of the image in this variant's tiles (512 bytes loaded, the middle 480 stored) with the strip's 9
+// rows above runs at 1.24x to 1.38x the device-to-device copy, against 1.14x to 1.23x for warps
+// that store the 512 bytes they load, and the loop without the row sums runs at about that copy's
+// speed whatever carries the rows: 60.7 us through these rings, 60.2 through one ring per block
+// filled by bulk copies, 60.3 through registers and st.shared (the 9x9 box 74.1, 75.0 and 83.6).
+// Tiles whose stores start on 64- or 128-byte lines (448, 384 bytes), or whose loads do too (256
+// bytes, each byte read twice: 1.22x to 1.29x), cost about the same. A design for 1.3x needs warps
+// whose loads do not overlap (each storing the bytes it loads, its edge columns' sums from its
+// neighbours) and its row sums hidden in what is left.
 #include <algorithm>
 #include <array>
 #include <cstdint>

@@ -20,8 +20,11 @@
 // It also times the loop without the row sums (the columns only, wrong pixels): the floor of the
 // structure at each depth of loads in flight. And both again with every row copied once into a
 // per-warp ring in shared memory (box_lane_ring), which gives the entering and the leaving row, or
-// into one ring per block filled by bulk copies (box_block_ring, below). And, first, two copies of
-// the image: one walking down strips as the box's warps do, one in address order.
+// into one ring per block filled by bulk copies (box_block_ring), or loaded into registers and
+// stored into the ring for their second use (box_lane_queue). And, first, copies of the image
+// (time_copies): in address order; walking down strips in 512-byte spans; the same with the 9
+// rows above each strip; in the box's tiles (512 bytes loaded, the middle 480 stored; also 448,
+// 384 and 256); and through the warps' rings.
 // Measured on an NVIDIA H200 (2026-11-26, `bash scripts/gpu-probe.sh box_lane_slide`; each run timed
 // by CUDA events after an L2 flush, medians of at least 20; copy of the image 47.3 us); every
 // interior byte checked equal to a CPU box sum:
@@ -39,33 +42,38 @@
 //   113 MB at 64-row strips (1.14x the image), 126 MB at 32; the box at 32-row strips issues
 //   39.3 M warp instructions (12.6 per output byte) with 61% of issue slots busy at 39% achieved
 //   occupancy.
-// The block's ring and the copy floors (H200, 2026-11-30, the same command, the file as it is;
-// copy 47.6 us):
-//   the copies first (45 spans of 512 bytes a row walking down strips, no halo rows, 1 to 8 rows of
-//   loads in flight; every output checked equal to the image): 50.4 to 52.2 us at strips of 32 and
-//   64 rows (1.06x to 1.10x), 52.8 to 59.6 at 128 (1.11x to 1.25x); in address order (a grid-stride
-//   loop of 16-byte pieces) 48.4 to 50.8 us, 1.02x to 1.07x. A kernel's own copy costs 2 to 7% over
-//   cudaMemcpyAsync, and walking down strips some 4% more;
-//   through one ring per block (4 or 8 warps side by side, a ring row of their 480-byte tiles and
-//   16 bytes each side, each row brought by one bulk copy of the TMA unit, mbarriers for full and
-//   emptied slots, thread 0 refilling each slot once every warp has released it; strips of 33, 49, 99
-//   rows, about 3, 2 and exactly 1 wave of blocks at 16 rows ahead): the columns only 60.3 to 69.6
-//   us (1.27x to 1.46x; 60.3 at 16 rows ahead, 99-row strips, blocks of 256), against 61.1 for the
-//   warps' rings; the 9x9 box 75.0 to 80.9 us (1.58x to 1.70x), against 73.9. The bulk copies and
-//   the deeper prefetch leave the floor where it was, and in this design (the producer in warp 0,
-//   each refill waiting for the block's slowest warp) the box is slower; dropped. Nsight Compute
-//   (clocks locked) on the columns only at 16 rows ahead, 99-row strips, blocks of 256: one wave,
-//   23.4% achieved occupancy of 25%, DRAM 61% of peak (the warps' rings at 4 ahead, 64-row strips:
-//   35% and 57%).
-//   The columns' 1.27x to 1.28x is not mostly bytes: the DRAM reads of the warps' rings at 64-row
-//   strips, 1.14x the image (the strip's 9 halo rows; the spans' 32-byte overlap comes from L2),
-//   make the traffic 1.07x the copy's, some 1.15x with the strip walk; the block ring at 99-row
-//   strips reads 108 rows for 99, some 1.11x. The rest, 0.13x to 0.16x, is the loop's own, not
-//   yet taken apart.
+// The copies, and the other ways in (H200, 2026-11-30, the file as it is; copy 47.3 us; every
+// copy's output checked equal to the image, every box byte to the CPU sum):
+//   in address order (a grid-stride loop of 16-byte pieces): 48.2 to 50.7 us, 1.02x to 1.07x;
+//   walking down strips in 512-byte spans (45 a row, each warp storing what it loads; 1 to 8 rows
+//   of loads in flight): 50.7 to 52.6 us at strips of 32 and 64 rows (1.07x to 1.11x), 53.4 to
+//   62.1 at 128 (1.13x to 1.31x); with the 9 rows above each strip read too: 53.9 to 58.1 us
+//   (1.14x to 1.23x);
+//   in the box's tiles (8 rows ahead): 54.1 to 61.0 us (1.14x to 1.29x) for tiles of 480, 448 and
+//   384 bytes alike, 1.24x to 1.38x with the 9 rows above; 256-byte tiles, whose loads start on
+//   128-byte lines and read every byte twice: 1.17x to 1.18x, 1.22x to 1.29x with the rows above.
+//   Loading 512 bytes to store fewer costs 0.08x to 0.24x (the most at 64-row strips) against the
+//   512-byte spans of the same strips, whatever the tile's alignment or the share of bytes read
+//   twice (which L2 serves);
+//   through the warps' rings, each row copied instead of summed: 60.4 to 65.6 us (1.28x to 1.39x);
+//   the columns only: 60.7 us through the warps' rings (1.28x), 60.2 through one ring per block
+//   (4 or 8 warps side by side, each row one bulk copy of the TMA unit, mbarriers for full and
+//   emptied slots, thread 0 refilling a slot once every warp has released it; 16 rows ahead,
+//   99-row strips: one wave), 60.3 with the rows loaded into registers 4 ahead and stored into a
+//   9-slot ring for their second use (box_lane_queue). The 9x9 box: 74.1 us through the warps'
+//   rings (1.57x), 75.0 through the block's (where each slot waits for the block's slowest warp),
+//   83.6 through the registers (not analysed).
+//   So the loop without the row sums runs at the copy of its own access pattern, whatever carries
+//   the rows (cp.async, bulk copies, registers and st.shared) and with its slide: the rings cost
+//   nothing of their own, and the structure's floor is its tiles and halo rows, some 1.24x to 1.28x.
+//   Nsight Compute (clocks locked) on the block ring's columns at 16 ahead, 99-row strips: one
+//   wave, 23.4% achieved occupancy of 25%, DRAM 61% of peak (the warps' rings, 4 ahead, 64-row
+//   strips: 35% and 57%).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_pipeline.h>
@@ -150,7 +158,9 @@ __global__ void __launch_bounds__(256) box_lane_slide(const std::uint8_t* __rest
 // lane, `Ahead` rows ahead), the entering and the leaving row read from there: each lane reads
 // only the slots it wrote, so nothing but its own cp.async waits. Ring: 2 * kRadius + 1 + Ahead
 // slots of 512 bytes per warp; slot k holds the rows k, k + kSlots, ... of the strip.
-template <int Ahead, bool RowSums>
+// Copy true: no sums at all, each output row is its own image row read from the ring (the slot
+// between the leaving and the entering row): the ring's traffic and waits alone (time_copies).
+template <int Ahead, bool RowSums, bool Copy = false>
 __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
                                                      int strip_rows) {
     constexpr int kSlots = 2 * kRadius + 1 + Ahead;
@@ -173,17 +183,73 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
     __pipeline_wait_prior(Ahead);  // the first 2 * kRadius + 1 rows have arrived
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
 #pragma unroll
-    for (int i = 0; i <= 2 * kRadius; ++i) slide_columns(v, ring[32 * i], make_uint4(0, 0, 0, 0));
+    for (int i = 0; i <= 2 * kRadius; ++i) {
+        if (!Copy) slide_columns(v, ring[32 * i], make_uint4(0, 0, 0, 0));
+    }
 
     int leaving = 0, entering = 2 * kRadius + 1;  // slots of the output row's leaving and entering rows
     for (int y = y_begin; y < y_end; ++y) {
         __pipeline_wait_prior(Ahead - 1);  // the entering row has arrived
-        slide_columns(v, ring[32 * entering], ring[32 * leaving]);
+        const int middle = (leaving + kRadius + 1) % kSlots;  // image row y
+        uint4 own = make_uint4(0, 0, 0, 0);
+        if (Copy) {
+            own = ring[32 * middle];
+        } else {
+            slide_columns(v, ring[32 * entering], ring[32 * leaving]);
+        }
         // The leaving row's slot takes the row kSlots after it: the entering row of output y + Ahead.
         if (y + Ahead < y_end) __pipeline_memcpy_async(ring + 32 * leaving, row(y + Ahead + kRadius), 16);
         __pipeline_commit();
         leaving = leaving + 1 == kSlots ? 0 : leaving + 1;
         entering = entering + 1 == kSlots ? 0 : entering + 1;
+        const uint4 bytes = Copy      ? own
+                            : RowSums ? box_bytes(v)
+                                      : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
+                                                   __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
+    }
+}
+
+// The rows loaded into registers `Ahead` rows ahead (a queue, as strip_copy), and each row, when it
+// enters the column sums, also stored into the warp's ring in shared memory (st.shared, not
+// cp.async), from which it is read back 2 * kRadius + 1 rows later as the leaving row: the ring
+// holds 2 * kRadius + 1 slots (a row leaves from the slot the entering row then takes). Nothing
+// waits on shared memory but the leaving row's own read.
+template <int Ahead, bool RowSums>
+__global__ void __launch_bounds__(256) box_lane_queue(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
+                                                      int strip_rows) {
+    constexpr int kSlots = 2 * kRadius + 1;
+    extern __shared__ uint4 shared_ring[];
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    if (y_begin >= kHeight) return;
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const int x = min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16);  // clamped at the ends
+    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    const int first = y_begin - kRadius - 1;  // ring row i: image row first + i, in slot i % kSlots
+    std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
+    {
+        uint4 rows_in[kSlots];
+#pragma unroll
+        for (int i = 0; i < kSlots; ++i) rows_in[i] = load16(row(first + i));
+#pragma unroll
+        for (int i = 0; i < kSlots; ++i) ring[32 * i] = rows_in[i], slide_columns(v, rows_in[i], make_uint4(0, 0, 0, 0));
+    }
+    uint4 queue[Ahead];  // the entering rows of the next Ahead output rows
+#pragma unroll
+    for (int k = 0; k < Ahead; ++k) queue[k] = load16(row(first + kSlots + k));
+    int slot = 0;  // the slot of the output row's leaving row, which its entering row takes
+    for (int y = y_begin; y < y_end; ++y) {
+        const uint4 entering = queue[0];
+#pragma unroll
+        for (int k = 0; k + 1 < Ahead; ++k) queue[k] = queue[k + 1];
+        queue[Ahead - 1] = load16(row(y + Ahead + kRadius));
+        const uint4 leaving = ring[32 * slot];
+        ring[32 * slot] = entering;
+        slot = slot + 1 == kSlots ? 0 : slot + 1;
+        slide_columns(v, entering, leaving);
         const uint4 bytes = RowSums ? box_bytes(v)
                                     : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
                                                  __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
@@ -293,26 +359,41 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
 // a 512-byte span (no halo rows, no overlap: 45 spans a row), `Ahead` rows of loads in flight, and
 // by threads that copy 16-byte pieces in address order (a grid-stride loop). The difference between
 // the two and cudaMemcpyAsync is what walking down strips costs before any filtering.
-template <int Ahead>
+// Halo > 0: each strip also reads the Halo rows above it first (as the box reads 2 * kRadius + 1),
+// folded into a value stored only where strip_rows < 0 (never), so that the loads stay.
+// Tile < 512: the warps load 512 bytes and store the Tile in their middle (the box's warps: 480,
+// lanes 1 to 30), tiles Tile bytes apart (the last one of a row cut at the row's end).
+template <int Ahead, int Halo = 0, int Tile = 512>
 __global__ void __launch_bounds__(256) strip_copy(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
                                                   int strip_rows) {
-    constexpr int kSpans = kRowBytes / 512;
+    constexpr int kSpans = (kRowBytes + Tile - 1) / Tile, kMargin = (512 - Tile) / 2;
+    static_assert(kMargin % 16 == 0, "whole lanes on each side");
     const int lane = static_cast<int>(threadIdx.x & 31);
     const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
     const int y_begin = warp / kSpans * strip_rows;
     if (y_begin >= kHeight) return;
     const int y_end = min(y_begin + strip_rows, kHeight);
-    const std::size_t x = static_cast<std::size_t>(warp % kSpans) * 512 + 16 * static_cast<std::size_t>(lane);
+    const int nominal = warp % kSpans * Tile - kMargin + 16 * lane;
+    const auto x = static_cast<std::size_t>(min(max(nominal, 0), kRowBytes - 16));  // clamped at the ends
+    const bool stores = lane >= kMargin / 16 && lane < 32 - kMargin / 16 && nominal < kRowBytes;
+    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), y_end - 1)) * pitch + x; };
+    const int y_first = y_begin - Halo;
     uint4 queue[Ahead];
 #pragma unroll
-    for (int k = 0; k < Ahead; ++k) queue[k] = load16(in + static_cast<std::size_t>(min(y_begin + k, y_end - 1)) * pitch + x);
-    for (int y = y_begin; y < y_end; ++y) {
+    for (int k = 0; k < Ahead; ++k) queue[k] = load16(row(y_first + k));
+    uint4 halo = make_uint4(0, 0, 0, 0);
+    for (int y = y_first; y < y_end; ++y) {
         const uint4 bytes = queue[0];
 #pragma unroll
         for (int k = 0; k + 1 < Ahead; ++k) queue[k] = queue[k + 1];
-        queue[Ahead - 1] = load16(in + static_cast<std::size_t>(min(y + Ahead, y_end - 1)) * pitch + x);
-        __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
+        queue[Ahead - 1] = load16(row(y + Ahead));
+        if (y >= y_begin) {
+            if (stores) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
+        } else {
+            halo.x ^= bytes.x, halo.y ^= bytes.y, halo.z ^= bytes.z, halo.w ^= bytes.w;
+        }
     }
+    if (strip_rows < 0) __stcs(reinterpret_cast<uint4*>(out + x), halo);
 }
 
 __global__ void __launch_bounds__(256) linear_copy(const uint4* __restrict__ in, uint4* __restrict__ out, std::size_t pieces) {
@@ -325,9 +406,10 @@ __global__ void __launch_bounds__(256) linear_copy(const uint4* __restrict__ in,
 using Kernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, int);
 
 // A configuration: the row reads (global: the leaving row read again; warp_ring: each warp's ring
-// in shared memory, filled by cp.async; block_ring: the block's, filled by bulk copies), whether the
-// row sums are worked out, and the rows of loads in flight.
-enum class Reads { global, warp_ring, block_ring };
+// in shared memory, filled by cp.async; block_ring: the block's, filled by bulk copies; warp_queue:
+// loads into registers, the leaving row from a ring the warp stores them to), whether the row sums
+// are worked out, and the rows of loads in flight.
+enum class Reads { global, warp_ring, block_ring, warp_queue };
 struct Config {
     Reads reads;
     bool row_sums;
@@ -359,8 +441,17 @@ Kernel block_ring_kernel(int ahead) {
     }
 }
 
+template <bool RowSums>
+Kernel queue_kernel(int ahead) {
+    switch (ahead) {
+        case 4: return &box_lane_queue<4, RowSums>;
+        default: return &box_lane_queue<8, RowSums>;
+    }
+}
+
 Kernel kernel_of(const Config& c) {
     switch (c.reads) {
+        case Reads::warp_queue: return c.row_sums ? queue_kernel<true>(c.ahead) : queue_kernel<false>(c.ahead);
         case Reads::warp_ring: return c.row_sums ? ring_kernel<true>(c.ahead) : ring_kernel<false>(c.ahead);
         case Reads::block_ring: return c.row_sums ? block_ring_kernel<true>(c.ahead) : block_ring_kernel<false>(c.ahead);
         default: return c.row_sums ? global_kernel<true>(c.ahead) : global_kernel<false>(c.ahead);
@@ -371,6 +462,7 @@ const char* reads_name(Reads reads) {
     switch (reads) {
         case Reads::warp_ring: return "ring";
         case Reads::block_ring: return "block";
+        case Reads::warp_queue: return "queue";
         default: return "global";
     }
 }
@@ -380,6 +472,7 @@ std::size_t shared_bytes_of(const Config& c, int block) {
     const int slots = 2 * kRadius + 1 + c.ahead;
     std::size_t bytes = 0;
     if (c.reads == Reads::warp_ring) bytes = static_cast<std::size_t>(block / 32) * slots * 32 * sizeof(uint4);
+    if (c.reads == Reads::warp_queue) bytes = static_cast<std::size_t>(block / 32) * (2 * kRadius + 1) * 32 * sizeof(uint4);
     if (c.reads == Reads::block_ring) bytes = kBarrierBytes + static_cast<std::size_t>(slots) * (block / 32 * kWarpOutput + 32);
     if (bytes == 0) return 0;
     KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel_of(c)), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -424,6 +517,59 @@ void time_copies(Timer& timer, const Buffers& buffers, double copy_us) {
             });
         }
     }
+    // The same walk reading the box's 2 * kRadius + 1 rows above each strip too; then the box
+    // warps' walk through their rings (spans of 512 bytes writing 480, the halo rows, cp.async)
+    // with each row copied, not summed.
+    for (int ahead : {4, 8}) {
+        const auto kernel = ahead == 4 ? &strip_copy<4, 2 * kRadius + 1> : &strip_copy<8, 2 * kRadius + 1>;
+        for (int strip_rows : {32, 64, 128}) {
+            const int warps = kRowBytes / 512 * ((kHeight + strip_rows - 1) / strip_rows);
+            const std::string what = "copy with the 9 rows above, strips of " + std::to_string(strip_rows) + ", " + std::to_string(ahead) + " ahead:";
+            report(what.c_str(), [&](cudaStream_t stream) {
+                kernel<<<(warps * 32 + 255) / 256, 256, 0, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
+                KLAB_CUDA_CHECK_LAUNCH(stream);
+            });
+        }
+    }
+    // The box's tiles: 512 bytes loaded, the middle 480 stored (and 448, 384: 64- and 128-byte
+    // multiples, loads still off the 128-byte lines; 256: loads on them, each byte read twice),
+    // without and with the 9 rows above.
+    using CopyKernel = void (*)(const std::uint8_t*, std::uint8_t*, std::size_t, int);
+    constexpr int kHalo = 2 * kRadius + 1;
+    const std::pair<int, CopyKernel> tiled[] = {{480, &strip_copy<8, 0, 480>},     {448, &strip_copy<8, 0, 448>},
+                                                {384, &strip_copy<8, 0, 384>},     {256, &strip_copy<8, 0, 256>},
+                                                {480, &strip_copy<8, kHalo, 480>}, {448, &strip_copy<8, kHalo, 448>},
+                                                {384, &strip_copy<8, kHalo, 384>}, {256, &strip_copy<8, kHalo, 256>}};
+    for (int t = 0; t < 8; ++t) {
+        const int tile = tiled[t].first;
+        const CopyKernel kernel = tiled[t].second;
+        for (int strip_rows : {32, 64, 128}) {
+            const int warps = (kRowBytes + tile - 1) / tile * ((kHeight + strip_rows - 1) / strip_rows);
+            const std::string what = "copy in tiles of " + std::to_string(tile) + " bytes of 512" + (t >= 4 ? " with the 9 rows above" : "") +
+                                     ", strips of " + std::to_string(strip_rows) + ", 8 ahead:";
+            report(what.c_str(), [&](cudaStream_t stream) {
+                kernel<<<(warps * 32 + 255) / 256, 256, 0, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
+                KLAB_CUDA_CHECK_LAUNCH(stream);
+            });
+        }
+    }
+    for (int ahead : {4, 6}) {
+        const auto kernel = ahead == 4 ? &box_lane_ring<4, false, true> : &box_lane_ring<6, false, true>;
+        for (int block : {128, 256}) {
+            const auto shared = static_cast<std::size_t>(block / 32) * (2 * kRadius + 1 + ahead) * 32 * sizeof(uint4);
+            KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(shared)));
+            for (int strip_rows : {32, 64, 128}) {
+                const int warps = kWarpsPerRow * ((kHeight + strip_rows - 1) / strip_rows);
+                const std::string what = "copy through the warps' rings, strips of " + std::to_string(strip_rows) + ", " + std::to_string(ahead) +
+                                         " ahead, blocks of " + std::to_string(block) + ":";
+                report(what.c_str(), [&](cudaStream_t stream) {
+                    kernel<<<(warps * 32 + block - 1) / block, block, shared, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
+                    KLAB_CUDA_CHECK_LAUNCH(stream);
+                });
+            }
+        }
+    }
 }
 
 // `profile`: each configuration of kProfiled launched once, untimed (for Nsight Compute, which
@@ -462,7 +608,8 @@ int run() {
                               {Reads::global, true, 4},      {Reads::warp_ring, false, 2},  {Reads::warp_ring, false, 4},
                               {Reads::warp_ring, false, 6},  {Reads::warp_ring, true, 2},   {Reads::warp_ring, true, 4},
                               {Reads::warp_ring, true, 6},   {Reads::block_ring, false, 4}, {Reads::block_ring, false, 16},
-                              {Reads::block_ring, true, 4},  {Reads::block_ring, true, 16}};
+                              {Reads::block_ring, true, 4},  {Reads::block_ring, true, 16},  {Reads::warp_queue, false, 4},
+                              {Reads::warp_queue, false, 8}, {Reads::warp_queue, true, 4},   {Reads::warp_queue, true, 8}};
     for (const Config& c : configs) {
         const Kernel kernel = kernel_of(c);
         cudaFuncAttributes attributes{};
