@@ -23,8 +23,9 @@
 // into one ring per block filled by bulk copies (box_block_ring), or loaded into registers and
 // stored into the ring for their second use (box_lane_queue). And, first, copies of the image
 // (time_copies): in address order; walking down strips in 512-byte spans; the same with the 9
-// rows above each strip; in the box's tiles (512 bytes loaded, the middle 480 stored; also 448,
-// 384 and 256); and through the warps' rings.
+// rows above each strip, and with each row's edges exchanged between the warps of a block; in the
+// box's tiles (512 bytes loaded, the middle 480 stored; also 448, 384 and 256); and through the
+// warps' rings.
 // Measured on an NVIDIA H200 (2026-11-26, `bash scripts/gpu-probe.sh box_lane_slide`; each run timed
 // by CUDA events after an L2 flush, medians of at least 20; copy of the image 47.3 us); every
 // interior byte checked equal to a CPU box sum:
@@ -56,6 +57,10 @@
 //   512-byte spans of the same strips, whatever the tile's alignment or the share of bytes read
 //   twice (which L2 serves);
 //   through the warps' rings, each row copied instead of summed: 60.4 to 65.6 us (1.28x to 1.39x);
+//   the 512-byte spans with the 9 rows above and each row's edges exchanged through shared memory
+//   between two block barriers (blocks of 8 warps, the next call; copy 47.6 us): 56.0 us at 64-row
+//   strips (1.18x, against 1.13x without the exchange in that run), 59.2 at 32 (1.24x), 62.8 at
+//   128 (1.32x, 204 blocks);
 //   the columns only: 60.7 us through the warps' rings (1.28x), 60.2 through one ring per block
 //   (4 or 8 warps side by side, each row one bulk copy of the TMA unit, mbarriers for full and
 //   emptied slots, thread 0 refilling a slot once every warp has released it; 16 rows ahead,
@@ -396,6 +401,50 @@ __global__ void __launch_bounds__(256) strip_copy(const std::uint8_t* __restrict
     if (strip_rows < 0) __stcs(reinterpret_cast<uint4*>(out + x), halo);
 }
 
+// strip_copy's 512-byte spans with the 9 rows above, in blocks of 8 warps on one strip (48 spans
+// a row, the last 3 idle), each row's edges exchanged as a box design that stores what it loads
+// would exchange its edge columns' sums: lanes 0 and 31 put 16 bytes into shared memory, a block
+// barrier, and they read their neighbour warps' (folded into a value stored only where
+// strip_rows < 0, never). The cost of that barrier on the copy.
+template <int Ahead>
+__global__ void __launch_bounds__(256) strip_copy_exchange(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out,
+                                                           std::size_t pitch, int strip_rows) {
+    constexpr int kSpans = kRowBytes / 512, kPadded = 48, kHalo = 2 * kRadius + 1;
+    __shared__ uint4 edges[8][2];
+    const int lane = static_cast<int>(threadIdx.x & 31), warp_in_block = static_cast<int>(threadIdx.x >> 5);
+    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int y_begin = warp / kPadded * strip_rows;
+    if (y_begin >= kHeight) return;  // the whole block (8 warps of one strip)
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const bool active = warp % kPadded < kSpans;
+    const std::size_t x = static_cast<std::size_t>(min(warp % kPadded, kSpans - 1)) * 512 + 16 * static_cast<std::size_t>(lane);
+    const auto load = [&](int y) {
+        return active ? load16(in + static_cast<std::size_t>(min(max(y, 0), y_end - 1)) * pitch + x) : make_uint4(0, 0, 0, 0);
+    };
+    const int y_first = y_begin - kHalo;
+    uint4 queue[Ahead];
+#pragma unroll
+    for (int k = 0; k < Ahead; ++k) queue[k] = load(y_first + k);
+    uint4 sink = make_uint4(0, 0, 0, 0);
+    for (int y = y_first; y < y_end; ++y) {
+        const uint4 bytes = queue[0];
+#pragma unroll
+        for (int k = 0; k + 1 < Ahead; ++k) queue[k] = queue[k + 1];
+        queue[Ahead - 1] = load(y + Ahead);
+        if (lane == 0 || lane == 31) edges[warp_in_block][lane == 0 ? 0 : 1] = bytes;
+        __syncthreads();
+        if (lane == 0 && warp_in_block > 0) sink.x ^= edges[warp_in_block - 1][1].x;
+        if (lane == 31 && warp_in_block < 7) sink.y ^= edges[warp_in_block + 1][0].y;
+        __syncthreads();  // the edges are read before the next row's are written
+        if (y >= y_begin && active) {
+            __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
+        } else {
+            sink.z ^= bytes.z;
+        }
+    }
+    if (strip_rows < 0) __stcs(reinterpret_cast<uint4*>(out + x), sink);
+}
+
 __global__ void __launch_bounds__(256) linear_copy(const uint4* __restrict__ in, uint4* __restrict__ out, std::size_t pieces) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < pieces;
          i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -552,6 +601,14 @@ void time_copies(Timer& timer, const Buffers& buffers, double copy_us) {
                 KLAB_CUDA_CHECK_LAUNCH(stream);
             });
         }
+    }
+    for (int strip_rows : {32, 64, 128}) {
+        const int blocks = (kHeight + strip_rows - 1) / strip_rows * 48 / 8;
+        const std::string what = "copy with the 9 rows above, edges exchanged, strips of " + std::to_string(strip_rows) + ", 8 ahead:";
+        report(what.c_str(), [&](cudaStream_t stream) {
+            strip_copy_exchange<8><<<blocks, 256, 0, stream>>>(buffers.in, buffers.out, Buffers::pitch, strip_rows);
+            KLAB_CUDA_CHECK_LAUNCH(stream);
+        });
     }
     for (int ahead : {4, 6}) {
         const auto kernel = ahead == 4 ? &box_lane_ring<4, false, true> : &box_lane_ring<6, false, true>;
