@@ -77,6 +77,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,18 +126,45 @@ __device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
     return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
+// What a lane stores for output row y: the box (RowSums), or the column sums' low bytes (wrong
+// pixels: the structure alone).
+template <bool RowSums>
+__device__ __forceinline__ uint4 lane_output(const std::uint32_t (&v)[8]) {
+    if constexpr (RowSums) {
+        return box_bytes(v);
+    } else {
+        return make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u), __byte_perm(v[4], v[5], 0x6420u),
+                          __byte_perm(v[6], v[7], 0x6420u));
+    }
+}
+
+// Where a lane of the box's warps works: its warp's strip, rows [y_begin, y_end) (empty for the
+// last block's spare warps), and its 16 bytes of a row at x (clamped at the row's ends).
+struct LaneSpan {
+    int lane, y_begin, y_end, x;
+
+    // The lane's 16 bytes of image row y (rows outside the image replicated).
+    __device__ const std::uint8_t* row(const std::uint8_t* in, std::size_t pitch, int y) const {
+        return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x;
+    }
+};
+
+__device__ __forceinline__ LaneSpan lane_span(int strip_rows) {
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    return {lane, y_begin, min(y_begin + strip_rows, kHeight), min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16)};
+}
+
 // RowSums false: the column sums' low bytes are stored instead of the box (wrong pixels, not
 // checked): the cost of the loads, the slide and the stores alone, this structure's floor.
 template <int Ahead, bool RowSums>
 __global__ void __launch_bounds__(256) box_lane_slide(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t pitch,
                                                       int strip_rows) {
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    const LaneSpan span = lane_span(strip_rows);
+    const auto [lane, y_begin, y_end, x] = span;
     if (y_begin >= kHeight) return;
-    const int y_end = min(y_begin + strip_rows, kHeight);
-    const int x = min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16);  // clamped at the ends
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    const auto row = [&](int y) { return span.row(in, pitch, y); };
 
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
     for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide_columns(v, load16(row(y)), make_uint4(0, 0, 0, 0));
@@ -152,9 +180,7 @@ __global__ void __launch_bounds__(256) box_lane_slide(const std::uint8_t* __rest
         enter[Ahead - 1] = load16(row(y + Ahead + kRadius));
         leave = load16(row(y + 1 - kRadius - 1));
         slide_columns(v, e, l);
-        const uint4 bytes = RowSums ? box_bytes(v)
-                                    : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
-                                                 __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        const uint4 bytes = lane_output<RowSums>(v);
         if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
     }
 }
@@ -170,14 +196,11 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
                                                      int strip_rows) {
     constexpr int kSlots = 2 * kRadius + 1 + Ahead;
     extern __shared__ uint4 shared_ring[];
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
-    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    const LaneSpan span = lane_span(strip_rows);
+    const auto [lane, y_begin, y_end, x] = span;
     if (y_begin >= kHeight) return;
-    const int y_end = min(y_begin + strip_rows, kHeight);
-    const int x = min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16);  // clamped at the ends
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    const auto row = [&](int y) { return span.row(in, pitch, y); };
     // Ring row i is image row y_begin - kRadius - 1 + i, in slot i % kSlots.
     const int first = y_begin - kRadius - 1;
 #pragma unroll
@@ -207,10 +230,7 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
         __pipeline_commit();
         leaving = leaving + 1 == kSlots ? 0 : leaving + 1;
         entering = entering + 1 == kSlots ? 0 : entering + 1;
-        const uint4 bytes = Copy      ? own
-                            : RowSums ? box_bytes(v)
-                                      : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
-                                                   __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        const uint4 bytes = Copy ? own : lane_output<RowSums>(v);
         if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
     }
 }
@@ -225,14 +245,11 @@ __global__ void __launch_bounds__(256) box_lane_queue(const std::uint8_t* __rest
                                                       int strip_rows) {
     constexpr int kSlots = 2 * kRadius + 1;
     extern __shared__ uint4 shared_ring[];
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
-    const int y_begin = warp / kWarpsPerRow * strip_rows;
+    const LaneSpan span = lane_span(strip_rows);
+    const auto [lane, y_begin, y_end, x] = span;
     if (y_begin >= kHeight) return;
-    const int y_end = min(y_begin + strip_rows, kHeight);
-    const int x = min(max(warp % kWarpsPerRow * kWarpOutput - 16 + 16 * lane, 0), kRowBytes - 16);  // clamped at the ends
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    const auto row = [&](int y) { return span.row(in, pitch, y); };
     const int first = y_begin - kRadius - 1;  // ring row i: image row first + i, in slot i % kSlots
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
     {
@@ -255,9 +272,7 @@ __global__ void __launch_bounds__(256) box_lane_queue(const std::uint8_t* __rest
         ring[32 * slot] = entering;
         slot = slot + 1 == kSlots ? 0 : slot + 1;
         slide_columns(v, entering, leaving);
-        const uint4 bytes = RowSums ? box_bytes(v)
-                                    : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
-                                                 __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        const uint4 bytes = lane_output<RowSums>(v);
         if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
     }
 }
@@ -353,9 +368,7 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
             barrier_wait(empty + done % kSlots, static_cast<unsigned>(done / kSlots) & 1u);
             bulk_copy(ring + (refill % kSlots) * ring_row, row(first + refill), static_cast<unsigned>(ring_row), full + refill % kSlots);
         }
-        const uint4 bytes = RowSums ? box_bytes(v)
-                                    : make_uint4(__byte_perm(v[0], v[1], 0x6420u), __byte_perm(v[2], v[3], 0x6420u),
-                                                 __byte_perm(v[4], v[5], 0x6420u), __byte_perm(v[6], v[7], 0x6420u));
+        const uint4 bytes = lane_output<RowSums>(v);
         if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y_begin + k) * pitch + x), bytes);
     }
 }
@@ -465,46 +478,28 @@ struct Config {
     int ahead;
 };
 
-template <bool RowSums>
-Kernel global_kernel(int ahead) {
-    switch (ahead) {
-        case 1: return &box_lane_slide<1, RowSums>;
-        default: return &box_lane_slide<4, RowSums>;
-    }
-}
-
-template <bool RowSums>
-Kernel ring_kernel(int ahead) {
-    switch (ahead) {
-        case 2: return &box_lane_ring<2, RowSums>;
-        case 4: return &box_lane_ring<4, RowSums>;
-        default: return &box_lane_ring<6, RowSums>;
-    }
-}
-
-template <bool RowSums>
-Kernel block_ring_kernel(int ahead) {
-    switch (ahead) {
-        case 4: return &box_block_ring<4, RowSums>;
-        default: return &box_block_ring<16, RowSums>;
-    }
-}
-
-template <bool RowSums>
-Kernel queue_kernel(int ahead) {
-    switch (ahead) {
-        case 4: return &box_lane_queue<4, RowSums>;
-        default: return &box_lane_queue<8, RowSums>;
-    }
-}
+// Every configuration the probe times, in that order, with its kernel.
+struct Timed {
+    Config config;
+    Kernel kernel;
+};
+const Timed kTimed[] = {
+    {{Reads::global, false, 1}, &box_lane_slide<1, false>},    {{Reads::global, false, 4}, &box_lane_slide<4, false>},
+    {{Reads::global, true, 1}, &box_lane_slide<1, true>},      {{Reads::global, true, 4}, &box_lane_slide<4, true>},
+    {{Reads::warp_ring, false, 2}, &box_lane_ring<2, false>},  {{Reads::warp_ring, false, 4}, &box_lane_ring<4, false>},
+    {{Reads::warp_ring, false, 6}, &box_lane_ring<6, false>},  {{Reads::warp_ring, true, 2}, &box_lane_ring<2, true>},
+    {{Reads::warp_ring, true, 4}, &box_lane_ring<4, true>},    {{Reads::warp_ring, true, 6}, &box_lane_ring<6, true>},
+    {{Reads::block_ring, false, 4}, &box_block_ring<4, false>}, {{Reads::block_ring, false, 16}, &box_block_ring<16, false>},
+    {{Reads::block_ring, true, 4}, &box_block_ring<4, true>},  {{Reads::block_ring, true, 16}, &box_block_ring<16, true>},
+    {{Reads::warp_queue, false, 4}, &box_lane_queue<4, false>}, {{Reads::warp_queue, false, 8}, &box_lane_queue<8, false>},
+    {{Reads::warp_queue, true, 4}, &box_lane_queue<4, true>},  {{Reads::warp_queue, true, 8}, &box_lane_queue<8, true>},
+};
 
 Kernel kernel_of(const Config& c) {
-    switch (c.reads) {
-        case Reads::warp_queue: return c.row_sums ? queue_kernel<true>(c.ahead) : queue_kernel<false>(c.ahead);
-        case Reads::warp_ring: return c.row_sums ? ring_kernel<true>(c.ahead) : ring_kernel<false>(c.ahead);
-        case Reads::block_ring: return c.row_sums ? block_ring_kernel<true>(c.ahead) : block_ring_kernel<false>(c.ahead);
-        default: return c.row_sums ? global_kernel<true>(c.ahead) : global_kernel<false>(c.ahead);
+    for (const Timed& t : kTimed) {
+        if (t.config.reads == c.reads && t.config.row_sums == c.row_sums && t.config.ahead == c.ahead) return t.kernel;
     }
+    throw std::logic_error("box_lane_slide: a configuration with no kernel in kTimed");
 }
 
 const char* reads_name(Reads reads) {
@@ -661,14 +656,9 @@ int run() {
     const double copy_us = timer.copy_us(buffers);
     time_copies(timer, buffers, copy_us);
 
-    const Config configs[] = {{Reads::global, false, 1},     {Reads::global, false, 4},     {Reads::global, true, 1},
-                              {Reads::global, true, 4},      {Reads::warp_ring, false, 2},  {Reads::warp_ring, false, 4},
-                              {Reads::warp_ring, false, 6},  {Reads::warp_ring, true, 2},   {Reads::warp_ring, true, 4},
-                              {Reads::warp_ring, true, 6},   {Reads::block_ring, false, 4}, {Reads::block_ring, false, 16},
-                              {Reads::block_ring, true, 4},  {Reads::block_ring, true, 16},  {Reads::warp_queue, false, 4},
-                              {Reads::warp_queue, false, 8}, {Reads::warp_queue, true, 4},   {Reads::warp_queue, true, 8}};
-    for (const Config& c : configs) {
-        const Kernel kernel = kernel_of(c);
+    for (const Timed& timed : kTimed) {
+        const Config& c = timed.config;
+        const Kernel kernel = timed.kernel;
         cudaFuncAttributes attributes{};
         KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
         // The block ring's strips: about 3, 2 and exactly 1 wave of blocks at 16 rows ahead (12 or 6
