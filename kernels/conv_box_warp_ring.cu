@@ -103,11 +103,15 @@
 // speed whatever carries the rows: 60.7 us through these rings, 60.2 through one ring per block
 // filled by bulk copies, 60.3 through registers and st.shared (the 9x9 box 74.1, 75.0 and 83.6).
 // Tiles whose stores start on 64- or 128-byte lines (448, 384 bytes), or whose loads do too (256
-// bytes, each byte read twice: 1.22x to 1.29x), cost about the same. A design for 1.3x needs warps
-// whose loads do not overlap (each storing the bytes it loads, its edge columns' sums from its
-// neighbours) and its row sums hidden in what is left. Such a copy with each row's edges exchanged
-// through shared memory between two block barriers (blocks of 8 warps) ran at 1.18x at 64-row
-// strips.
+// bytes, each byte read twice: 1.22x to 1.29x), cost about the same. Such a copy with each row's
+// edges exchanged through shared memory between two block barriers (blocks of 8 warps) ran at
+// 1.18x at 64-row strips. But the box built on it is slower (the probe's box_span_exchange, H200,
+// 2026-11-30): warps storing the 512 bytes they load, lanes 0 and 31 publishing their edge
+// columns' sums to the neighbouring warps through shared memory, ran the structure at 1.25x and the
+// 9x9 box at 86.3 us against 73.8 for these rings (probe against probe): the exchange adds a fifth
+// to the warp instructions, and a barrier a row makes the warps reach their row sums together.
+// Nsight Compute on the probe's rings reads the ALU pipe 64% busy and 22% of the stall samples on
+// the math pipe's throttle: what holds this design is its integer work per byte, not its tiles.
 #include <algorithm>
 #include <array>
 #include <cstdint>

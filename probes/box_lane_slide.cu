@@ -25,7 +25,9 @@
 // (time_copies): in address order; walking down strips in 512-byte spans; the same with the 9
 // rows above each strip, and with each row's edges exchanged between the warps of a block; in the
 // box's tiles (512 bytes loaded, the middle 480 stored; also 448, 384 and 256); and through the
-// warps' rings.
+// warps' rings. And last the box by warps that store every byte they load (box_span_exchange), their
+// edge columns' sums exchanged through shared memory (`exchange`: that and the warps' rings only;
+// `exchange-profile`: those launched once each, for Nsight Compute).
 // Measured on an NVIDIA H200 (2026-11-26, `bash scripts/gpu-probe.sh box_lane_slide`; each run timed
 // by CUDA events after an L2 flush, medians of at least 20; copy of the image 47.3 us); every
 // interior byte checked equal to a CPU box sum:
@@ -74,11 +76,32 @@
 //   Nsight Compute (clocks locked) on the block ring's columns at 16 ahead, 99-row strips: one
 //   wave, 23.4% achieved occupancy of 25%, DRAM 61% of peak (the warps' rings, 4 ahead, 64-row
 //   strips: 35% and 57%).
+// Warps that store what they load (box_span_exchange; H200, 2026-11-30, `exchange`, copy 47.5 us;
+// every box byte checked, 0 of 345120 differ but where the exchange is not synchronized): the
+// structure gets cheaper, the box does not.
+//   columns only: 59.4 us at blocks of 9 warps and 32-row strips (1.25x), 61.3 at 5 warps, 62.5 at
+//   15, with a block barrier a row; the warps' rings (tiles of 480) 63.5 to 65.0 in the same runs;
+//   the 9x9 box: 86.3 us at blocks of 5 warps, 32-row strips (1.82x), 95.8 at 9, 96.1 at 15, against
+//   73.8 to 74.0 us (1.55x) for the warps' rings; with each warp waiting only for its neighbours'
+//   flags instead of the barrier 93.7 to 102.9 us; with no synchronization at all (wrong edge
+//   bytes) still 81.9 us.
+//   Nsight Compute (`exchange-profile`, clocks locked, 32-row strips, blocks of 5 warps) says why:
+//   the exchange adds instructions, 47.2 M warp instructions against the rings' 39.3 M (the row
+//   loop 193 per warp and row against 178: the edges' stores and loads and their addresses; the
+//   refill's 15 on 7 rows of 8; the end warps' slide of their outer pieces; a longer set-up), 62
+//   registers against 40; and with a barrier a row the warps reach their row sums together: 30% of
+//   the stall samples at the barrier and 32% at the shuffles after it, issue slots 54% busy. The
+//   rings' box is held by its integer work instead: the ALU pipe 64% busy, stall samples 22% on the
+//   math pipe's throttle, 25% not selected, 18% on fixed-latency dependencies, issue slots 57%
+//   busy. So the structure's 0.1x is not worth its exchange: 1.3x needs fewer ALU instructions per
+//   byte, whatever the tiles.
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,15 +119,20 @@ namespace {
 using namespace klab::probes::box9;
 using klab::box_span::slide_columns;
 
-// The 16 output bytes of a lane from V of its bytes and its neighbours' (see the preamble).
-__device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
-    std::uint32_t a[20];
+// A lane's V words of the bytes [-12, 28) around its 16 (the preamble's A): its own 8 and its
+// neighbours' 6 on each side, by shuffle (lanes 0 and 31 get their own warp's words, unless the
+// caller replaces them).
+__device__ __forceinline__ void neighbour_words(const std::uint32_t (&v)[8], std::uint32_t (&a)[20]) {
 #pragma unroll
     for (int i = 0; i < 6; ++i) a[i] = __shfl_up_sync(kFullMask, v[i + 2], 1);
 #pragma unroll
     for (int i = 0; i < 8; ++i) a[6 + i] = v[i];
 #pragma unroll
     for (int i = 0; i < 6; ++i) a[14 + i] = __shfl_down_sync(kFullMask, v[i], 1);
+}
+
+// The 16 output bytes of a lane from its 20 words A (see the preamble).
+__device__ __forceinline__ uint4 box_of_words(const std::uint32_t (&a)[20]) {
     std::uint32_t b[19];
 #pragma unroll
     for (int i = 0; i < 19; ++i) b[i] = __byte_perm(a[i], a[i + 1], 0x5432u);
@@ -124,6 +152,13 @@ __device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
 #pragma unroll
     for (int w = 0; w < 4; ++w) words[w] = q[4 * w] | q[4 * w + 1] << 8 | q[4 * w + 2] << 16 | q[4 * w + 3] << 24;
     return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// The 16 output bytes of a lane from V of its bytes and its neighbours' (see the preamble).
+__device__ __forceinline__ uint4 box_bytes(const std::uint32_t (&v)[8]) {
+    std::uint32_t a[20];
+    neighbour_words(v, a);
+    return box_of_words(a);
 }
 
 // What a lane stores for output row y: the box (RowSums), or the column sums' low bytes (wrong
@@ -370,6 +405,154 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
         }
         const uint4 bytes = lane_output<RowSums>(v);
         if (lane >= 1 && lane <= 30) __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y_begin + k) * pitch + x), bytes);
+    }
+}
+
+// The box's warps storing every byte they load (the design probes/README.md asks for after the
+// copies): a block of W warps owns W * 512 consecutive bytes of a row (45 spans a row: W = 5, 9
+// or 15 leave no warp idle), each warp all 512 of its lanes' bytes; each lane's rows come through
+// its warp's ring as in box_lane_ring. The 12 bytes of V that lanes 0 and 31 need from beyond their
+// warp come from the neighbouring warp through shared memory: after each row's slide, lane 0
+// publishes its words 0 to 5 and lane 31 its words 2 to 7; lane 0 then reads the left warp's and
+// lane 31 the right warp's. The block's own edges: lane 0 of warp 0 and lane 31 of warp W - 1 also
+// slide the 16 bytes beyond the block (their outer pieces, through a ring of their own) and publish
+// those. Sync::barrier: one block barrier a row between the writes and the reads (two sets of
+// slots, by row parity). Sync::flags: no block barrier; each warp marks the row it has published (a
+// flag in shared memory, release and acquire) and waits only for its two neighbours' flags, before
+// reading their edges and before writing over a slot they may not have read yet (kEdgeDepth rows of
+// slots). Sync::none: no wait at all (a warp's edge bytes are wrong where it reads a slot before
+// its neighbour writes it): what the exchange costs without its synchronization.
+// RowSums false: the slide, the exchange and the stores only (wrong pixels): the structure.
+constexpr int kExchangeAhead = 4;
+constexpr int kEdgeSlotWords = 8;  // a published edge: 6 words of V, in a slot of 32 bytes
+constexpr int kEdgeDepth = 4;      // rows of edge slots
+
+__host__ __device__ constexpr int exchange_slots() { return 2 * kRadius + 1 + kExchangeAhead; }
+template <int W>
+constexpr std::size_t exchange_shared_bytes() {
+    return (static_cast<std::size_t>(W) * exchange_slots() * 32 + 2 * exchange_slots()) * sizeof(uint4) +
+           static_cast<std::size_t>(kEdgeDepth * 2 * (W + 2) * kEdgeSlotWords + (W + 3) / 4 * 4) * sizeof(std::uint32_t);
+}
+
+// Blocks per SM that the shared memory allows (227 KB of the H200's 228 per SM), for the register budget.
+template <int W>
+constexpr int exchange_blocks_per_sm() {
+    return static_cast<int>((227u * 1024u) / (exchange_shared_bytes<W>() + 1024u));
+}
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+    int value;
+    asm volatile("ld.acquire.cta.shared.b32 %0, [%1];" : "=r"(value) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))) : "memory");
+    return value;
+}
+__device__ __forceinline__ void store_release(int* p, int value) {
+    asm volatile("st.release.cta.shared.b32 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(value) : "memory");
+}
+
+enum class Sync { barrier, flags, none };
+
+template <int W, Sync How, bool RowSums>
+__global__ void __launch_bounds__(32 * W, exchange_blocks_per_sm<W>()) box_span_exchange(const std::uint8_t* __restrict__ in,
+                                                                                          std::uint8_t* __restrict__ out, std::size_t pitch,
+                                                                                          int strip_rows) {
+    constexpr int kSlots = exchange_slots(), kBlocksPerRow = kRowBytes / (512 * W);
+    static_assert(kRowBytes % (512 * W) == 0, "whole blocks a row");
+    extern __shared__ uint4 shared_exchange[];
+    const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+    const int y_begin = static_cast<int>(blockIdx.x) / kBlocksPerRow * strip_rows;
+    if (y_begin >= kHeight) return;  // the whole block
+    const int y_end = min(y_begin + strip_rows, kHeight);
+    const int x_block = static_cast<int>(blockIdx.x) % kBlocksPerRow * 512 * W;
+    const int x = x_block + 512 * warp + 16 * lane;
+    // The outer pieces (clamped at the row's ends, whose 16 bytes the check leaves out).
+    const bool outer = (warp == 0 && lane == 0) || (warp == W - 1 && lane == 31);
+    const int side = lane == 0 ? 0 : 1;
+    const int x_outer = side == 0 ? max(x_block - 16, 0) : min(x_block + 512 * W, kRowBytes - 16);
+    uint4* const ring = shared_exchange + warp * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    uint4* const outer_ring = shared_exchange + W * kSlots * 32 + side * kSlots;
+    auto* const edges = reinterpret_cast<std::uint32_t*>(shared_exchange + W * kSlots * 32 + 2 * kSlots);
+    int* const flags = reinterpret_cast<int*>(edges + kEdgeDepth * 2 * (W + 2) * kEdgeSlotWords);  // the last row each warp published
+    // Edge slot (row, s, k): s 0 the left edge (V words 0 to 5 of lane 0), s 1 the right edge
+    // (words 2 to 7 of lane 31) of warp k - 1; k = 0 and W + 1 are the outer pieces'.
+    const auto edge_slot = [&](int row, int s, int k) { return edges + ((row * 2 + s) * (W + 2) + k) * kEdgeSlotWords; };
+    const auto publish = [](std::uint32_t* slot, const std::uint32_t* words) {
+        *reinterpret_cast<uint4*>(slot) = make_uint4(words[0], words[1], words[2], words[3]);
+        *reinterpret_cast<uint2*>(slot + 4) = make_uint2(words[4], words[5]);
+    };
+    const auto row = [&](int y, int column) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + column; };
+    // The neighbours' flags as last read (a warp at the block's end has no neighbour on that side).
+    int left_flag = warp == 0 ? INT_MAX : -1, right_flag = warp == W - 1 ? INT_MAX : -1;
+    const auto wait_for_neighbours = [&](int k) {  // until both have published row k
+        while (left_flag < k) left_flag = load_acquire(flags + warp - 1);
+        while (right_flag < k) right_flag = load_acquire(flags + warp + 1);
+    };
+    if (lane == 0) flags[warp] = -1;
+    __syncthreads();
+
+    const int first = y_begin - kRadius - 1;  // ring row i: image row first + i, in slot i % kSlots
+#pragma unroll
+    for (int i = 0; i < kSlots; ++i) {
+        __pipeline_memcpy_async(ring + 32 * i, row(first + i, x), 16);
+        if (outer) __pipeline_memcpy_async(outer_ring + i, row(first + i, x_outer), 16);
+        __pipeline_commit();
+    }
+    __pipeline_wait_prior(kExchangeAhead);
+    std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0}, vx[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
+#pragma unroll
+    for (int i = 0; i <= 2 * kRadius; ++i) {
+        slide_columns(v, ring[32 * i], make_uint4(0, 0, 0, 0));
+        if (outer) slide_columns(vx, outer_ring[i], make_uint4(0, 0, 0, 0));
+    }
+    int leaving = 0, entering = 2 * kRadius + 1;
+    for (int y = y_begin; y < y_end; ++y) {
+        __pipeline_wait_prior(kExchangeAhead - 1);
+        slide_columns(v, ring[32 * entering], ring[32 * leaving]);
+        if (outer) slide_columns(vx, outer_ring[entering], outer_ring[leaving]);
+        if (y + kExchangeAhead < y_end) {
+            __pipeline_memcpy_async(ring + 32 * leaving, row(y + kExchangeAhead + kRadius, x), 16);
+            if (outer) __pipeline_memcpy_async(outer_ring + leaving, row(y + kExchangeAhead + kRadius, x_outer), 16);
+        }
+        __pipeline_commit();
+        leaving = leaving + 1 == kSlots ? 0 : leaving + 1;
+        entering = entering + 1 == kSlots ? 0 : entering + 1;
+
+        constexpr bool kFlags = How == Sync::flags;
+        const int k = y - y_begin, slot_row = How == Sync::barrier ? k & 1 : k % kEdgeDepth;
+        if (kFlags) wait_for_neighbours(k - kEdgeDepth);  // they have read the slots' last row, k - kEdgeDepth
+        if (lane == 0) publish(edge_slot(slot_row, 0, warp + 1), v);
+        if (lane == 31) publish(edge_slot(slot_row, 1, warp + 1), v + 2);
+        if (outer && side == 0) publish(edge_slot(slot_row, 1, 0), vx + 2);  // the right edge of the piece left of the block
+        if (outer && side == 1) publish(edge_slot(slot_row, 0, W + 1), vx);   // the left edge of the piece right of it
+        if (kFlags) {
+            __syncwarp();  // lane 31's edge, before lane 0's release
+            if (lane == 0) store_release(flags + warp, k);
+            wait_for_neighbours(k);
+        } else if (How == Sync::barrier) {
+            __syncthreads();  // the next row's edges go to the other slots: one barrier a row
+        }
+        std::uint32_t a[20];
+        if (RowSums) neighbour_words(v, a);
+        if (lane == 0) {
+            const std::uint32_t* left = edge_slot(slot_row, 1, warp);  // the right edge of warp - 1
+            const uint4 p = *reinterpret_cast<const uint4*>(left);
+            const uint2 q = *reinterpret_cast<const uint2*>(left + 4);
+            a[0] = p.x, a[1] = p.y, a[2] = p.z, a[3] = p.w, a[4] = q.x, a[5] = q.y;
+        }
+        if (lane == 31) {
+            const std::uint32_t* right = edge_slot(slot_row, 0, warp + 2);  // the left edge of warp + 1
+            const uint4 p = *reinterpret_cast<const uint4*>(right);
+            const uint2 q = *reinterpret_cast<const uint2*>(right + 4);
+            a[14] = p.x, a[15] = p.y, a[16] = p.z, a[17] = p.w, a[18] = q.x, a[19] = q.y;
+        }
+        uint4 bytes;
+        if constexpr (RowSums) {
+            bytes = box_of_words(a);
+        } else {
+            bytes = lane_output<false>(v);
+            if (lane == 0) bytes.x ^= a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5];
+            if (lane == 31) bytes.x ^= a[14] ^ a[15] ^ a[16] ^ a[17] ^ a[18] ^ a[19];
+        }
+        __stcs(reinterpret_cast<uint4*>(out + static_cast<std::size_t>(y) * pitch + x), bytes);
     }
 }
 
@@ -635,6 +818,8 @@ constexpr Profiled kProfiled[] = {{{Reads::global, false, 1}, 32, 128},    {{Rea
                                   {{Reads::warp_ring, true, 4}, 64, 128},  {{Reads::block_ring, false, 16}, 99, 256},
                                   {{Reads::block_ring, true, 4}, 49, 256}};
 bool g_profile = false;
+bool g_exchange_only = false;     // `exchange`: the copy floor, the warps' rings and box_span_exchange only
+bool g_exchange_profile = false;  // `exchange-profile`: the warps' ring and three exchange kernels launched once each
 
 int run() {
     using namespace klab;
@@ -643,6 +828,21 @@ int run() {
     std::uint8_t* const in = buffers.in;
     std::uint8_t* const out = buffers.out;
 
+    if (g_exchange_profile) {  // the warps' ring and the exchange at blocks of 5 warps, strips of 32, once each
+        const Config ring{Reads::warp_ring, true, 4};
+        kernel_of(ring)<<<grid_of(ring, 32, 128), 128, shared_bytes_of(ring, 128)>>>(in, out, pitch, 32);
+        KLAB_CUDA_CHECK_LAUNCH(nullptr);
+        constexpr std::size_t shared = exchange_shared_bytes<5>();
+        for (const Kernel kernel : {&box_span_exchange<5, Sync::barrier, true>, &box_span_exchange<5, Sync::none, true>,
+                                    &box_span_exchange<5, Sync::barrier, false>}) {
+            KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(shared)));
+            kernel<<<kRowBytes / (512 * 5) * ((kHeight + 31) / 32), 160, shared>>>(in, out, pitch, 32);
+            KLAB_CUDA_CHECK_LAUNCH(nullptr);
+        }
+        KLAB_CUDA_CHECK(cudaDeviceSynchronize());
+        return 0;
+    }
     if (g_profile) {
         for (const Profiled& p : kProfiled) {
             const std::size_t shared = shared_bytes_of(p.config, p.block);
@@ -654,38 +854,71 @@ int run() {
     }
     Timer timer;
     const double copy_us = timer.copy_us(buffers);
-    time_copies(timer, buffers, copy_us);
-
-    for (const Timed& timed : kTimed) {
-        const Config& c = timed.config;
-        const Kernel kernel = timed.kernel;
+    // One launch shape of a box kernel: checked against the CPU box where it sums, timed, printed.
+    const auto time_launch = [&](const char* reads, bool row_sums, int ahead, Kernel kernel, int grid, int block, std::size_t shared,
+                                 int strip_rows) {
         cudaFuncAttributes attributes{};
         KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-        // The block ring's strips: about 3, 2 and exactly 1 wave of blocks at 16 rows ahead (12 or 6
-        // tiles a row, 4 or 2 blocks per SM as shared memory allows, 132 SMs: 44 strips a wave).
-        const std::vector<int> strip_heights = c.reads == Reads::block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128};
+        const autotune::Work work = [&](cudaStream_t s) {
+            kernel<<<grid, block, shared, s>>>(in, out, pitch, strip_rows);
+            KLAB_CUDA_CHECK_LAUNCH(s);
+        };
+        long checked = 0, differing = 0;
+        if (row_sums) {
+            differing = differing_bytes(buffers.image, buffers.output_of(work), {0, 1, 3, 4, 5, 31, 32, 33, 63, 64, 1000, 2047, 2048, 4315, 4319},
+                                        checked);
+        }
+        const double us = timer.median_us(work);
+        std::printf("%-13s %-8s rows ahead %d, strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers, %zu B shared)",
+                    row_sums ? "box 9x9" : "columns only", reads, ahead, strip_rows, block, us, us / copy_us, attributes.numRegs, shared);
+        if (row_sums) std::printf("; %ld of %ld interior bytes differ", differing, checked);
+        std::printf("\n");
+    };
+    const auto time_config = [&](const Config& c, const std::vector<int>& strip_heights, const std::vector<int>& blocks) {
         for (int strip_rows : strip_heights) {
-            for (int block : {128, 256}) {
-                const int grid = grid_of(c, strip_rows, block);
-                const std::size_t shared = shared_bytes_of(c, block);
-                const autotune::Work work = [&](cudaStream_t s) {
-                    kernel<<<grid, block, shared, s>>>(in, out, pitch, strip_rows);
-                    KLAB_CUDA_CHECK_LAUNCH(s);
-                };
-                long checked = 0, differing = 0;
-                if (c.row_sums) {
-                    differing = differing_bytes(buffers.image, buffers.output_of(work),
-                                                {0, 1, 3, 4, 5, 31, 32, 33, 63, 64, 1000, 2047, 2048, 4315, 4319}, checked);
-                }
-                const double us = timer.median_us(work);
-                std::printf("%-13s %-6s rows ahead %d, strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers, %zu B shared)",
-                            c.row_sums ? "box 9x9" : "columns only", reads_name(c.reads), c.ahead, strip_rows, block, us, us / copy_us,
-                            attributes.numRegs, shared);
-                if (c.row_sums) std::printf("; %ld of %ld interior bytes differ", differing, checked);
-                std::printf("\n");
+            for (int block : blocks) {
+                time_launch(reads_name(c.reads), c.row_sums, c.ahead, kernel_of(c), grid_of(c, strip_rows, block), block, shared_bytes_of(c, block),
+                            strip_rows);
             }
         }
+    };
+    // The warps that store what they load, blocks of W warps, against the warps' rings (tiles of 480).
+    const auto time_exchange = [&]() {
+        for (bool row_sums : {false, true}) time_config({Reads::warp_ring, row_sums, 4}, {32, 64}, {128, 256});
+        const auto time_blocks = [&](auto warps_tag) {
+            constexpr int W = decltype(warps_tag)::value;
+            const std::size_t shared = exchange_shared_bytes<W>();
+            const std::pair<const char*, Kernel> kernels[] = {
+                {"barrier", &box_span_exchange<W, Sync::barrier, false>}, {"barrier", &box_span_exchange<W, Sync::barrier, true>},
+                {"flags", &box_span_exchange<W, Sync::flags, false>},     {"flags", &box_span_exchange<W, Sync::flags, true>},
+                {"no sync", &box_span_exchange<W, Sync::none, false>},    {"no sync", &box_span_exchange<W, Sync::none, true>}};
+            for (const auto& [sync, kernel] : kernels) {
+                KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(shared)));
+                const bool row_sums = kernel == &box_span_exchange<W, Sync::barrier, true> || kernel == &box_span_exchange<W, Sync::flags, true> ||
+                                      kernel == &box_span_exchange<W, Sync::none, true>;
+                for (int strip_rows : {32, 64, 128}) {
+                    const int grid = kRowBytes / (512 * W) * ((kHeight + strip_rows - 1) / strip_rows);
+                    time_launch(sync, row_sums, kExchangeAhead, kernel, grid, 32 * W, shared, strip_rows);
+                }
+            }
+        };
+        time_blocks(std::integral_constant<int, 5>{});
+        time_blocks(std::integral_constant<int, 9>{});
+        time_blocks(std::integral_constant<int, 15>{});
+    };
+    if (g_exchange_only) {
+        time_exchange();
+        return 0;
     }
+    time_copies(timer, buffers, copy_us);
+    for (const Timed& timed : kTimed) {
+        // The block ring's strips: about 3, 2 and exactly 1 wave of blocks at 16 rows ahead (12 or 6
+        // tiles a row, 4 or 2 blocks per SM as shared memory allows, 132 SMs: 44 strips a wave).
+        const bool block_ring = timed.config.reads == Reads::block_ring;
+        time_config(timed.config, block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128}, {128, 256});
+    }
+    time_exchange();
     return 0;
 }
 
@@ -693,5 +926,7 @@ int run() {
 
 int main(int argc, char** argv) {
     g_profile = argc > 1 && std::string(argv[1]) == "profile";
+    g_exchange_only = argc > 1 && std::string(argv[1]) == "exchange";
+    g_exchange_profile = argc > 1 && std::string(argv[1]) == "exchange-profile";
     return klab::probes::run_probe(&run);
 }
