@@ -28,7 +28,10 @@
 #              CSV in $OUT/prof/), PROFILE_LAUNCHES (1 to 16, default 1: how many launches
 #              PROFILE's regex matches in one run of the variant, e.g. 2 with PROFILE=integral_tile,
 #              both kernels of integral.tile_gather, 1 with PROFILE=integral_tile_gather_kernel; the
-#              profile skips three runs' worth of them and takes one run's, each launch's figures).
+#              profile skips three runs' worth of them and takes one run's, each launch's figures),
+#              PROFILE_CLOCKS (base, the default: Nsight Compute locks the SM clock at its base, so
+#              that runs compare; application: the clocks klab-bench runs at, boost included, where
+#              a kernel's memory latency costs more cycles and its bound may lie elsewhere).
 #              TIMELINE (arguments for scripts/timeline.py, e.g. '--names a,b,c --active b c'): the
 #              summary of the blocks' timestamps that a copy marked with probes/block_timeline.hpp
 #              prints, from the tuner's and the benchmark's logs (printed whenever a copy prints them)
@@ -53,6 +56,12 @@ launches=${PROFILE_LAUNCHES:-1}
 [[ $launches =~ ^([1-9]|1[0-6])$ ]] ||
   fail "PROFILE_LAUNCHES=$launches: give how many launches PROFILE's regex matches in one run of the variant, 1 to 16"
 [[ -z ${PROFILE_LAUNCHES:-} || -n ${PROFILE:-} ]] || fail "PROFILE_LAUNCHES without PROFILE: give PROFILE (a regex of kernel names) too"
+case ${PROFILE_CLOCKS:-base} in
+  base) clock_control=base ;;
+  application) clock_control=none ;;
+  *) fail "PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or application (the clocks klab-bench runs at, boost included)" ;;
+esac
+[[ -z ${PROFILE_CLOCKS:-} || -n ${PROFILE:-} ]] || fail "PROFILE_CLOCKS without PROFILE: give PROFILE (a regex of kernel names) too"
 [[ -n ${EXPERIMENTS:-} ]] || fail "EXPERIMENTS is empty: give one 'SUFFIX|SED-EXPRESSION' or 'SUFFIX|@FILE' per line"
 variant=$(sed -n 's/.*std::string name() const override { return "\([a-z0-9_.]*\)"; }.*/\1/p' "$source_file" | head -n 1)
 [[ -n $variant ]] || fail "$source_file: no name() returning a string literal found"
@@ -184,7 +193,7 @@ PY
     report="$OUT/prof/$name"
     # The fourth run's launches of the kernels: past klab-bench's verification and warm-up runs
     # (PROFILE_LAUNCHES matching launches per run).
-    if ! ncu --set full --import-source yes --launch-skip $((3 * launches)) --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
+    if ! ncu --set full --import-source yes --clock-control "$clock_control" --launch-skip $((3 * launches)) --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
       ./build/release/klab-bench --klab_results results --benchmark_filter="$row" --benchmark_min_time=0.01s >"$report.log" 2>&1; then
       echo "gpu-experiment: $name: Nsight Compute failed (log: $report.log)"
       continue

@@ -6,7 +6,9 @@
 #              under Nsight Compute instead, --set full with source counters, on the launch of a
 #              matching kernel after the first PROFILE_SKIP (default 0) such launches, or on
 #              PROFILE_LAUNCHES (default 1) consecutive ones; the figures and the hottest code's
-#              opcodes printed by scripts/ncu_summary.py, the pages as CSV in $OUT/prof.*.csv).
+#              opcodes printed by scripts/ncu_summary.py, the pages as CSV in $OUT/prof.*.csv),
+#              PROFILE_CLOCKS (base, the default: the SM clock locked at its base; application: the
+#              clocks the probe's own timings run at, boost included).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 probes=$(cd probes && ls -- *.cu | sed 's/\.cu$//' | tr '\n' ' ')
@@ -22,8 +24,16 @@ if [[ ! $skip =~ ^[0-9]{1,6}$ || ! $launches =~ ^([1-9]|1[0-6])$ ]]; then
   echo "gpu-probe: PROFILE_SKIP=$skip, PROFILE_LAUNCHES=$launches: give a count of launches to skip (0 or more) and 1 to 16 to profile" >&2
   exit 2
 fi
-if [[ -z ${PROFILE:-} && -n ${PROFILE_SKIP:-}${PROFILE_LAUNCHES:-} ]]; then
-  echo "gpu-probe: PROFILE_SKIP or PROFILE_LAUNCHES without PROFILE: give PROFILE (a regex of kernel names) too" >&2
+case ${PROFILE_CLOCKS:-base} in
+  base) clock_control=base ;;
+  application) clock_control=none ;;
+  *)
+    echo "gpu-probe: PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or application (the clocks the probe's timings run at, boost included)" >&2
+    exit 2
+    ;;
+esac
+if [[ -z ${PROFILE:-} && -n ${PROFILE_SKIP:-}${PROFILE_LAUNCHES:-}${PROFILE_CLOCKS:-} ]]; then
+  echo "gpu-probe: PROFILE_SKIP, PROFILE_LAUNCHES or PROFILE_CLOCKS without PROFILE: give PROFILE (a regex of kernel names) too" >&2
   exit 2
 fi
 OUT=${OUT:-build/gpu-probe}
@@ -42,7 +52,7 @@ fi
 
 report="$OUT/prof"
 rm -f "$report.ncu-rep"
-if ! ncu --set full --import-source yes --launch-skip "$skip" --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
+if ! ncu --set full --import-source yes --clock-control "$clock_control" --launch-skip "$skip" --launch-count "$launches" -k "regex:$PROFILE" -f -o "$report" \
   "./build/release/probes/$target" "$@" >"$OUT/probe.log" 2>&1; then
   tail -n 20 "$OUT/probe.log"
   echo "gpu-probe: the probe failed under Nsight Compute (log: $OUT/probe.log)"
