@@ -47,6 +47,13 @@
 // theoretical occupancy, 33% achieved), L1/shared-memory pipe 80% busy, the stalls mostly
 // not-selected (32%) and the loads (long scoreboard 14%). What is left to the roofline is the
 // instruction count: 26 per output where the FMAs are 9 column taps and the row pass's 4.
+// At the clocks klab-bench runs at (H200, 2026-11-30, Nsight Compute with --clock-control none; the
+// SM clock held at 1.75 GHz under this kernel, against 1.92 for the box filters): 77.6 M warp
+// instructions, issue slots 62% busy, 70% of the cycles with a warp eligible, the stall samples
+// not selected 30% (more warps ready than issue slots), on global loads 16%, on fixed-latency
+// dependencies 12%; the hottest code, the column pass of a chunk (453 instructions per warp for 32
+// outputs a lane), holds 256 FFMA, 32 FMUL, 32 F2IP, 24 LDS.64, 16 STG.U16 and 16 PRMT. At 100% of
+// the issue slots its instructions would take 84 us (1.52x the roofline).
 // Both passes on the tensor cores, chained in registers (probes/gauss9_mma_chain.cu, H200,
 // 2026-11-30): the row pass turned so that its accumulators are the A operand of a column MMA, the
 // row results split into fp16 hi + lo, 3 column MMAs per 128 outputs: 200.8 us at best against
