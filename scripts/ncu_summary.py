@@ -2,7 +2,8 @@
 """A kernel's key Nsight Compute figures, and where its instructions go.
 
 --details: the CSV of `ncu -i REPORT --page details --csv`. Per profiled launch: time, cycles,
-  instructions, issue slots, registers, occupancy, DRAM throughput and the busiest pipe.
+  instructions, issue slots, registers, occupancy, DRAM throughput, the SM clock and the busiest
+  pipe.
 --report: an Nsight Compute report (.ncu-rep): both pages are written beside it as CSV (REPORT's
   name with .details.csv and .sass.csv for .ncu-rep, by `ncu -i`), then read as below.
 --sass: the CSV of `ncu -i REPORT --page source --csv --print-source sass` (a "Kernel Name" line,
@@ -10,7 +11,8 @@
   warp instructions executed, the code's hottest parts (instructions that ran the same number of
   times: a loop body, or the path through it that most passes take) and the opcode mix of the
   hottest one, each opcode with its share of the kernel's warp-stall samples: the "instructions per
-  row" reading that kernel preambles quote.
+  row" reading that kernel preambles quote; then the kernel's stall samples by reason (wait,
+  long_sb, not_selected, ...: what its warps waited for).
 
 scripts/gpu-experiment.sh and scripts/gpu-probe.sh print it after each profile (PROFILE=...).
 Usage: python3 scripts/ncu_summary.py (--report REPORT.ncu-rep | [--details DETAILS.csv] [--sass SASS.csv]) [--parts N]
@@ -22,12 +24,16 @@ import re
 import subprocess
 import sys
 
+# The SM clock last: Nsight Compute locks it at its base unless told not to (--clock-control none),
+# and a kernel's bound can differ between that clock and the one a benchmark runs at.
 FIGURES = ["Duration", "Elapsed Cycles", "SM Active Cycles", "Executed Instructions", "Issue Slots Busy", "Registers Per Thread",
-           "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput"]
+           "Theoretical Occupancy", "Achieved Occupancy", "DRAM Throughput", "SM Frequency"]
 # The pipe's name may carry its kind: "ALU", "FMA", "Tensor (INT)", "FMA (FP16)".
 BUSIEST_PIPE = re.compile(r"\w+(?: \(\w+\))? is the highest-utilized pipeline \([0-9.]+%\)")
 COUNT = "Instructions Executed"
 STALLS = "Warp Stall Sampling (All Samples)"
+REASON = re.compile(r"stall_(\w+)")  # a stall reason's column of all samples ("stall_wait"; not "stall_wait (Not Issued)")
+REASONS_LISTED = 6
 SOURCE = "Source"
 
 
@@ -131,8 +137,9 @@ def opcode(source):
 
 
 def sass_sections(path):
-    """(kernel, [(opcode, executions, stall samples)]) per section of the SASS page; a section that
-    repeats an earlier one exactly (the page can list a kernel twice) is dropped."""
+    """(kernel, [(opcode, executions, stall samples, ((reason, samples), ...))]) per section of the
+    SASS page; a section that repeats an earlier one exactly (the page can list a kernel twice) is
+    dropped."""
     found, seen = [], set()
     kernel, header, rows = None, None, []
 
@@ -153,16 +160,21 @@ def sass_sections(path):
                 raise ValueError(f"{path}: the SASS page of {short_name(kernel)} has no '{COUNT}' column: profile with "
                                  "--set full, or at least --section SourceCounters")
             header = {name: i for i, name in enumerate(line)}
+            reasons = [(match.group(1), i) for i, name in enumerate(line) if (match := REASON.fullmatch(name))]
         else:
             try:
                 count = int(line[header[COUNT]].replace(",", ""))
-                stalls = int(line[header[STALLS]].replace(",", "")) if STALLS in header else 0
                 source = line[header[SOURCE]]
             except (ValueError, IndexError):
                 count = -1
             if count < 0:
                 raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}")
-            rows.append((opcode(source), count, stalls))
+            try:
+                stalls = int(line[header[STALLS]].replace(",", "") or 0) if STALLS in header else 0
+                by_reason = tuple((reason, int(line[i].replace(",", "") or 0)) for reason, i in reasons)
+            except (ValueError, IndexError):
+                raise ValueError(f"{path}: a row of {short_name(kernel)} whose stall samples are not whole numbers: {line[:3]}") from None
+            rows.append((opcode(source), count, stalls, by_reason))
     close()
     if not found:
         raise ValueError(f"{path}: no kernel with SASS rows (profile with --set full, or at least --section SourceCounters)")
@@ -170,8 +182,8 @@ def sass_sections(path):
 
 
 def sass_lines(kernel, rows, parts):
-    total = sum(count for _, count, _ in rows)
-    all_stalls = sum(s for _, _, s in rows)
+    total = sum(count for _, count, _, _ in rows)
+    all_stalls = sum(s for _, _, s, _ in rows)
     lines = [f"{short_name(kernel)}: {total:,} warp instructions"]
     groups = collections.defaultdict(list)  # executions -> the instructions that ran that often
     for row in rows:
@@ -182,13 +194,21 @@ def sass_lines(kernel, rows, parts):
         lines.append(f"  {len(members)} instructions run {executions:,} times each: {executions * len(members) / total:.1%} of them")
     if hottest:
         members = hottest[0][1]
-        mix = collections.Counter(op for op, _, _ in members)
+        mix = collections.Counter(op for op, _, _, _ in members)
         stalls = collections.Counter()
-        for op, _, s in members:
+        for op, _, s, _ in members:
             stalls[op] += s
         share = (lambda op: f" ({stalls[op] / all_stalls:.0%})") if all_stalls else (lambda op: "")
         lines.append(f"  the hottest {len(members)}, by opcode" + (" (share of the kernel's stall samples)" if all_stalls else "") + ":")
         lines.append("    " + ", ".join(f"{op} {n}{share(op)}" for op, n in mix.most_common()))
+    by_reason = collections.Counter()
+    for *_, reasons in rows:
+        for reason, samples in reasons:
+            by_reason[reason] += samples
+    sampled = sum(by_reason.values())
+    if sampled:
+        lines.append(f"  stall samples by reason (the {REASONS_LISTED} most): " +
+                     ", ".join(f"{reason} {samples / sampled:.0%}" for reason, samples in by_reason.most_common(REASONS_LISTED) if samples))
     return lines
 
 

@@ -65,11 +65,15 @@ class Details(unittest.TestCase):
         lines = result.stdout.splitlines()
         sums, gather = lines.index("integral_tile_sums_kernel<1>:"), lines.index("integral_tile_gather_kernel<1, unsigned long>:")
         self.assertLess(sums, gather)
-        self.assertEqual(lines[sums + 1:sums + 5], ["  Duration: 17.09 us", "  Elapsed Cycles: 24,967 cycle",
-                                                    "  SM Active Cycles: 20,714.86 cycle", "  Executed Instructions: 7,734,690 inst"])
-        self.assertIn("  ALU is the highest-utilized pipeline (47.9%)", lines[sums:gather])
+        self.assertEqual(lines[sums + 1:gather], [
+            "  Duration: 17.09 us", "  Elapsed Cycles: 24,967 cycle", "  SM Active Cycles: 20,714.86 cycle",
+            "  Executed Instructions: 7,734,690 inst", "  Issue Slots Busy: 59.44 %", "  Registers Per Thread: 64 register/thread",
+            "  Theoretical Occupancy: 50 %", "  Achieved Occupancy: 39.01 %", "  DRAM Throughput: 41.94 %",
+            "  SM Frequency: 1.44 Ghz",  # the clock the profile ran at: Nsight's locked base clock here
+            "  ALU is the highest-utilized pipeline (47.9%)",
+        ])  # the page's row without a metric name is left out
         self.assertIn("  Issue Slots Busy: 34.43 %", lines[gather:])
-        self.assertNotIn("SM Frequency", result.stdout)  # a metric it does not list
+        self.assertIn("  SM Frequency: 1.48 Ghz", lines[gather:])
 
     def test_a_file_that_is_not_the_details_page_is_refused_with_the_command_that_writes_one(self):
         result = run("--details", DATA / "walk.sass.csv")
@@ -89,7 +93,9 @@ class Sass(unittest.TestCase):
             "  3 instructions run 100 times each: 3.2% of them",
             "  the hottest 6, by opcode (share of the kernel's stall samples):",
             "    IMAD.MOV 2 (34%), SHF 1 (4%), LDS.128 1 (17%), IADD3.X 1 (4%), STG.128 1 (34%)",
-            "other_kernel: 20 warp instructions",
+            # every instruction's samples by reason, the kernel's seventh (branch_resolving, 1%) left out
+            "  stall samples by reason (the 6 most): lg 34%, long_sb 25%, short_sb 17%, wait 10%, not_selected 8%, math 4%",
+            "other_kernel: 20 warp instructions",  # no stall samples: no line of reasons
             "  2 instructions run 10 times each: 100.0% of them",
             "  the hottest 2, by opcode:",
             "    IADD3 1, EXIT 1",
@@ -118,6 +124,7 @@ class Sass(unittest.TestCase):
             page[0] + "\n" + header.replace('"Instructions Executed"', '"Other"') + "\n" + page[2]:
                 "has no 'Instructions Executed' column: profile with --set full, or at least --section SourceCounters",
             page[0] + "\n" + header + "\n" + page[2].replace('"100"', '"-5"', 1): "without a whole number of executions",
+            page[0] + "\n" + header + "\n" + page[2].replace('"1"', '"many"', 1): "whose stall samples are not whole numbers",
         }
         with tempfile.TemporaryDirectory() as folder:
             for text, message in cases.items():
