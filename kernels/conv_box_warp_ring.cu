@@ -109,7 +109,7 @@
 // 2026-11-30): warps storing the 512 bytes they load, lanes 0 and 31 publishing their edge
 // columns' sums to the neighbouring warps through shared memory, ran the structure at 1.25x and the
 // 9x9 box at 86.3 us against 73.8 for these rings (probe against probe): the exchange adds a fifth
-// to the warp instructions, and a barrier a row makes the warps reach their row sums together.
+// to the warp instructions, and its barrier a row takes 30% of the stall samples.
 // Nsight Compute on the probe's rings reads the ALU pipe 64% busy and 22% of the stall samples on
 // the math pipe's throttle: what holds this design is its integer work per byte, not its tiles.
 // Fewer instructions did not pay at the benchmark's clocks either (H200, 2026-11-30, copies of this
@@ -119,13 +119,14 @@
 //   without the bordered lanes' branch, the rounding's branch and the byte-by-byte stores, and with
 //   the last kAhead rows split off (38.5 M warp instructions against 43.4 M, 147 per warp and row
 //   against 152 on most rows): 75.5 to 75.8 us on box9 (box3 64.5 to 64.9), though Nsight Compute at
-//   its locked base clock (1.46 GHz) timed it at 88.9 us against 96.2. At the application clocks
-//   (1.93 GHz, PROFILE_CLOCKS=application) its issue slots were 50% busy against 58% and its stall
-//   samples on global memory 14% against 5%; with 5 or 6 rows ahead instead of 4: 75.6 and 74.1 us
-//   (this file with 6: 74.7);
-// - ALU work moved to the FMA pipe (ALU pipe 69% busy, the math pipe's throttle 17% of the stall
-//   samples): the misaligned words b[] as a multiply-high and a multiply-add each instead of a byte
-//   permute, 79.6 us; the rounding's packing as multiply-highs and multiply-adds, 75.9; both, 84.8.
+//   its locked base clock (about 1.45 GHz) timed it at 88.9 us against 96.2. With the clocks left as
+//   klab-bench runs them (PROFILE_CLOCKS=unlocked; Nsight read 1.93 GHz) its issue slots were 50%
+//   busy against 58% and its stall samples on global memory 14% against 5%; with 5 or 6 rows ahead
+//   instead of 4: 75.6 and 74.1 us (this file with 6: 74.7);
+// - ALU work moved to the FMA pipe (this file at base clocks: the ALU pipe 69% busy, 18% of the
+//   stall samples on the math pipe's throttle): the misaligned words b[] as a multiply-high and a
+//   multiply-add each instead of a byte permute, 79.6 us; the rounding's packing as multiply-highs
+//   and multiply-adds, 75.9; both, 84.8.
 #include <algorithm>
 #include <array>
 #include <cstdint>

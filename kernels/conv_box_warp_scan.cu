@@ -113,10 +113,11 @@
 // against 125.0 with the first rows above; spills in 13 of the 36 kernels).
 // At the clocks klab-bench runs at (H200, 2026-11-30, Nsight Compute with --clock-control none, the
 // SM clock at 1.92 GHz; 8K RGB box31, 32x4 rows=32): 72.3 M warp instructions, issue slots 54% busy,
-// the stall samples on fixed-latency dependencies 23%, on global loads (the leaving row) 16%, not
-// selected 15%, on the math pipe's throttle 12%; L2 hit rate 53%, DRAM 40% of peak. At 100% of the
-// issue slots those instructions would take 71 us (1.49x the copy floor): 1.3x needs both fewer
-// instructions and the leaving row's latency hidden.
+// the stall samples on fixed-latency dependencies 23%, on global loads 16% (43% of those in the loop
+// over the strip's first rows, read 8 at a time, 40% in the walk), not selected 15%, on the math pipe's
+// throttle 12%; L2 hit rate 53%, DRAM 40% of peak. At 100% of the issue slots those instructions
+// would take 71 us (1.49x the committed run's copy floor, 47.84 us): 1.3x needs both fewer
+// instructions and the loads' latency hidden.
 #include <algorithm>
 #include <array>
 #include <cstdint>

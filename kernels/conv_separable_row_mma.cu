@@ -53,7 +53,7 @@
 // not selected 30% (more warps ready than issue slots), on global loads 16%, on fixed-latency
 // dependencies 12%; the hottest code, the column pass of a chunk (453 instructions per warp for 32
 // outputs a lane), holds 256 FFMA, 32 FMUL, 32 F2IP, 24 LDS.64, 16 STG.U16 and 16 PRMT. At 100% of
-// the issue slots its instructions would take 84 us (1.52x the roofline).
+// the issue slots its instructions would take 84 us (1.52x the committed run's roofline, 55.23 us).
 // Both passes on the tensor cores, chained in registers (probes/gauss9_mma_chain.cu, H200,
 // 2026-11-30): the row pass turned so that its accumulators are the A operand of a column MMA, the
 // row results split into fp16 hi + lo, 3 column MMAs per 128 outputs: 200.8 us at best against

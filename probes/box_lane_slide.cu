@@ -78,25 +78,27 @@
 //   strips: 35% and 57%).
 // Warps that store what they load (box_span_exchange; H200, 2026-11-30, `exchange`, copy 47.5 us;
 // every box byte checked, 0 of 345120 differ but where the exchange is not synchronized): the
-// structure gets cheaper, the box does not.
-//   columns only: 59.4 us at blocks of 9 warps and 32-row strips (1.25x), 61.3 at 5 warps, 62.5 at
-//   15, with a block barrier a row; the warps' rings (tiles of 480) 63.5 to 65.0 in the same runs;
-//   the 9x9 box: 86.3 us at blocks of 5 warps, 32-row strips (1.82x), 95.8 at 9, 96.1 at 15, against
-//   73.8 to 74.0 us (1.55x) for the warps' rings; with each warp waiting only for its neighbours'
-//   flags instead of the barrier 93.7 to 102.9 us; with no synchronization at all (wrong edge
-//   bytes) still 81.9 us.
-//   Nsight Compute (`exchange-profile`, clocks locked, 32-row strips, blocks of 5 warps) says why:
-//   the exchange adds instructions, 47.2 M warp instructions against the rings' 39.3 M (the row
-//   loop 193 per warp and row against 178: the edges' stores and loads and their addresses; the
-//   refill's 15 on 7 rows of 8; the end warps' slide of their outer pieces; a longer set-up), 62
-//   registers against 40; and with a barrier a row the warps reach their row sums together: 30% of
-//   the stall samples at the barrier and 32% at the shuffles after it, issue slots 54% busy. The
-//   rings' box is held by its integer work instead: the ALU pipe 64% busy, stall samples 22% on the
-//   math pipe's throttle, 25% not selected, 18% on fixed-latency dependencies, issue slots 57%
-//   busy. So the structure's 0.1x is not worth its exchange: 1.3x needs fewer ALU instructions per
-//   byte, whatever the tiles. At the clocks the timings run at (PROFILE_CLOCKS=application, the SM
-//   at 1.92 to 1.97 GHz) the reading holds: the rings' box 73.5 us, issue slots 53% busy, the ALU
-//   pipe 59%, stall samples 23% not selected, 21% on the math pipe's throttle, 16% on fixed-latency
+// structure gets cheaper, the box does not. At 32-row strips:
+//   columns only: 59.4 us at blocks of 9 warps (1.25x), 61.3 at 5 warps, 62.5 at 15, with a block
+//   barrier a row; the warps' rings (tiles of 480) 63.5 to 66.2 in the same runs (32 and 64 rows);
+//   the 9x9 box: 86.3 us at blocks of 5 warps (1.82x), 95.8 at 9, 96.1 at 15, against 73.8 to
+//   74.2 us (1.55x to 1.56x) for the warps' rings; with each warp waiting only for its neighbours'
+//   flags instead of the barrier 93.7, 101.2 and 102.9 us; with no synchronization at all (wrong
+//   edge bytes) still 81.9 us at 5 warps.
+//   Nsight Compute (`exchange-profile`, clocks locked, blocks of 5 warps) says why: the exchange
+//   adds instructions, 47.2 M warp instructions against the rings' 39.3 M, though its warps cover
+//   45 spans a row against the rings' 48: the end warps' slide and refill of their outer pieces
+//   (about 3 M), the refill split off the row loop (15 instructions on 7 rows of 8, 2.6 M), a
+//   longer set-up (1 M), the edges' stores and loads (the row loop 193 per warp and row against
+//   178); 62 registers against 40; and a barrier a row, at which 30% of the stall samples fall
+//   (Nsight attributes most of them to the shuffles after it), issue slots 54% busy. The rings'
+//   box is held by its integer work instead: the ALU pipe 64% busy, stall samples 22% on the math
+//   pipe's throttle, 25% not selected, 18% on fixed-latency dependencies, issue slots 57% busy. So
+//   the structure's 0.1x is not worth its exchange: 1.3x needs cheaper row sums, whatever the tiles
+//   (and fewer instructions alone did not pay in conv.box_warp_ring at the benchmark's clock: its
+//   preamble). At the clocks the timings run at (PROFILE_CLOCKS=unlocked, the SM at 1.92 to
+//   1.97 GHz) the reading holds: the rings' box 73.5 us, issue slots 53% busy, the ALU pipe 59%,
+//   stall samples 23% not selected, 21% on the math pipe's throttle, 16% on fixed-latency
 //   dependencies; the exchange's structure 59.1 us with DRAM 71% of peak.
 #include <algorithm>
 #include <climits>
@@ -411,8 +413,8 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
     }
 }
 
-// The box's warps storing every byte they load (the design probes/README.md asks for after the
-// copies): a block of W warps owns W * 512 consecutive bytes of a row (45 spans a row: W = 5, 9
+// The box's warps storing every byte they load (the design that docs/adding-a-variant.md asked for
+// after the copies): a block of W warps owns W * 512 consecutive bytes of a row (45 spans a row: W = 5, 9
 // or 15 leave no warp idle), each warp all 512 of its lanes' bytes; each lane's rows come through
 // its warp's ring as in box_lane_ring. The 12 bytes of V that lanes 0 and 31 need from beyond their
 // warp come from the neighbouring warp through shared memory: after each row's slide, lane 0
@@ -422,8 +424,9 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
 // those. Sync::barrier: one block barrier a row between the writes and the reads (two sets of
 // slots, by row parity). Sync::flags: no block barrier; each warp marks the row it has published (a
 // flag in shared memory, release and acquire) and waits only for its two neighbours' flags, before
-// reading their edges and before writing over a slot they may not have read yet (kEdgeDepth rows of
-// slots). Sync::none: no wait at all (a warp's edge bytes are wrong where it reads a slot before
+// reading their edges (and, as a guard, before writing over a slot of kEdgeDepth rows ago, which the
+// previous row's wait already ensures: a neighbour that has published row k - 1 has read row k - 2).
+// Sync::none: no wait at all (a warp's edge bytes are wrong where it reads a slot before
 // its neighbour writes it): what the exchange costs without its synchronization.
 // RowSums false: the slide, the exchange and the stores only (wrong pixels): the structure.
 constexpr int kExchangeAhead = 4;
@@ -521,7 +524,7 @@ __global__ void __launch_bounds__(32 * W, exchange_blocks_per_sm<W>()) box_span_
 
         constexpr bool kFlags = How == Sync::flags;
         const int k = y - y_begin, slot_row = How == Sync::barrier ? k & 1 : k % kEdgeDepth;
-        if (kFlags) wait_for_neighbours(k - kEdgeDepth);  // they have read the slots' last row, k - kEdgeDepth
+        if (kFlags) wait_for_neighbours(k - kEdgeDepth);  // the slots' last row, k - kEdgeDepth, has been read (a guard: see above)
         if (lane == 0) publish(edge_slot(slot_row, 0, warp + 1), v);
         if (lane == 31) publish(edge_slot(slot_row, 1, warp + 1), v + 2);
         if (outer && side == 0) publish(edge_slot(slot_row, 1, 0), vx + 2);  // the right edge of the piece left of the block

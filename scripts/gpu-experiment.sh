@@ -30,8 +30,9 @@
 #              both kernels of integral.tile_gather, 1 with PROFILE=integral_tile_gather_kernel; the
 #              profile skips three runs' worth of them and takes one run's, each launch's figures),
 #              PROFILE_CLOCKS (base, the default: Nsight Compute locks the SM clock at its base, so
-#              that runs compare; application: the clocks klab-bench runs at, boost included, where
-#              a kernel's memory latency costs more cycles and its bound may lie elsewhere).
+#              that runs compare; unlocked: the clocks left as klab-bench runs them, boost included
+#              (--clock-control none), where a kernel's memory latency costs more cycles and its
+#              bound may lie elsewhere).
 #              TIMELINE (arguments for scripts/timeline.py, e.g. '--names a,b,c --active b c'): the
 #              summary of the blocks' timestamps that a copy marked with probes/block_timeline.hpp
 #              prints, from the tuner's and the benchmark's logs (printed whenever a copy prints them)
@@ -58,8 +59,8 @@ launches=${PROFILE_LAUNCHES:-1}
 [[ -z ${PROFILE_LAUNCHES:-} || -n ${PROFILE:-} ]] || fail "PROFILE_LAUNCHES without PROFILE: give PROFILE (a regex of kernel names) too"
 case ${PROFILE_CLOCKS:-base} in
   base) clock_control=base ;;
-  application) clock_control=none ;;
-  *) fail "PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or application (the clocks klab-bench runs at, boost included)" ;;
+  unlocked) clock_control=none ;;
+  *) fail "PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or unlocked (the clocks left as klab-bench runs them, boost included)" ;;
 esac
 [[ -z ${PROFILE_CLOCKS:-} || -n ${PROFILE:-} ]] || fail "PROFILE_CLOCKS without PROFILE: give PROFILE (a regex of kernel names) too"
 [[ -n ${EXPERIMENTS:-} ]] || fail "EXPERIMENTS is empty: give one 'SUFFIX|SED-EXPRESSION' or 'SUFFIX|@FILE' per line"

@@ -7,8 +7,8 @@
 #              matching kernel after the first PROFILE_SKIP (default 0) such launches, or on
 #              PROFILE_LAUNCHES (default 1) consecutive ones; the figures and the hottest code's
 #              opcodes printed by scripts/ncu_summary.py, the pages as CSV in $OUT/prof.*.csv),
-#              PROFILE_CLOCKS (base, the default: the SM clock locked at its base; application: the
-#              clocks the probe's own timings run at, boost included).
+#              PROFILE_CLOCKS (base, the default: the SM clock locked at its base; unlocked: the
+#              clocks left as the probe's own timings run them, boost included).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 probes=$(cd probes && ls -- *.cu | sed 's/\.cu$//' | tr '\n' ' ')
@@ -26,9 +26,9 @@ if [[ ! $skip =~ ^[0-9]{1,6}$ || ! $launches =~ ^([1-9]|1[0-6])$ ]]; then
 fi
 case ${PROFILE_CLOCKS:-base} in
   base) clock_control=base ;;
-  application) clock_control=none ;;
+  unlocked) clock_control=none ;;
   *)
-    echo "gpu-probe: PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or application (the clocks the probe's timings run at, boost included)" >&2
+    echo "gpu-probe: PROFILE_CLOCKS=$PROFILE_CLOCKS: give base (Nsight Compute's default: the SM clock locked at its base) or unlocked (the clocks left as the probe's timings run them, boost included)" >&2
     exit 2
     ;;
 esac

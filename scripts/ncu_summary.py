@@ -12,7 +12,7 @@
   times: a loop body, or the path through it that most passes take) and the opcode mix of the
   hottest one, each opcode with its share of the kernel's warp-stall samples: the "instructions per
   row" reading that kernel preambles quote; then the kernel's stall samples by reason (wait,
-  long_sb, not_selected, ...: what its warps waited for).
+  long_sb, not_selected, ...: what its warps waited for; the six most frequent).
 
 scripts/gpu-experiment.sh and scripts/gpu-probe.sh print it after each profile (PROFILE=...).
 Usage: python3 scripts/ncu_summary.py (--report REPORT.ncu-rep | [--details DETAILS.csv] [--sass SASS.csv]) [--parts N]
@@ -33,7 +33,7 @@ BUSIEST_PIPE = re.compile(r"\w+(?: \(\w+\))? is the highest-utilized pipeline \(
 COUNT = "Instructions Executed"
 STALLS = "Warp Stall Sampling (All Samples)"
 REASON = re.compile(r"stall_(\w+)")  # a stall reason's column of all samples ("stall_wait"; not "stall_wait (Not Issued)")
-REASONS_LISTED = 6
+REASONS_LISTED = 6  # the most frequent reasons listed
 SOURCE = "Source"
 
 
@@ -160,19 +160,22 @@ def sass_sections(path):
                 raise ValueError(f"{path}: the SASS page of {short_name(kernel)} has no '{COUNT}' column: profile with "
                                  "--set full, or at least --section SourceCounters")
             header = {name: i for i, name in enumerate(line)}
+            width = len(line)
             reasons = [(match.group(1), i) for i, name in enumerate(line) if (match := REASON.fullmatch(name))]
         else:
+            if len(line) < width:
+                raise ValueError(f"{path}: a row of {short_name(kernel)} with {len(line)} of the header's {width} columns: {line[:3]}")
             try:
                 count = int(line[header[COUNT]].replace(",", ""))
                 source = line[header[SOURCE]]
-            except (ValueError, IndexError):
+            except ValueError:
                 count = -1
             if count < 0:
                 raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}")
             try:
                 stalls = int(line[header[STALLS]].replace(",", "") or 0) if STALLS in header else 0
                 by_reason = tuple((reason, int(line[i].replace(",", "") or 0)) for reason, i in reasons)
-            except (ValueError, IndexError):
+            except ValueError:
                 raise ValueError(f"{path}: a row of {short_name(kernel)} whose stall samples are not whole numbers: {line[:3]}") from None
             rows.append((opcode(source), count, stalls, by_reason))
     close()
@@ -207,7 +210,7 @@ def sass_lines(kernel, rows, parts):
             by_reason[reason] += samples
     sampled = sum(by_reason.values())
     if sampled:
-        lines.append(f"  stall samples by reason (the {REASONS_LISTED} most): " +
+        lines.append("  stall samples by reason: " +
                      ", ".join(f"{reason} {samples / sampled:.0%}" for reason, samples in by_reason.most_common(REASONS_LISTED) if samples))
     return lines
 
