@@ -187,6 +187,8 @@ struct LaneSpan {
     __device__ const std::uint8_t* row(const std::uint8_t* in, std::size_t pitch, int y) const {
         return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x;
     }
+    // The lane's slot 0 of its warp's ring of `slots` rows of 512 bytes in `shared` (slot k: [32 k]).
+    __device__ uint4* ring(uint4* shared, int slots) const { return shared + static_cast<int>(threadIdx.x >> 5) * slots * 32 + lane; }
 };
 
 __device__ __forceinline__ LaneSpan lane_span(int strip_rows) {
@@ -239,7 +241,7 @@ __global__ void __launch_bounds__(256) box_lane_ring(const std::uint8_t* __restr
     const LaneSpan span = lane_span(strip_rows);
     const auto [lane, y_begin, y_end, x] = span;
     if (y_begin >= kHeight) return;
-    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    uint4* const ring = span.ring(shared_ring, kSlots);  // the lane's slot k: ring[32 k]
     const auto row = [&](int y) { return span.row(in, pitch, y); };
     // Ring row i is image row y_begin - kRadius - 1 + i, in slot i % kSlots.
     const int first = y_begin - kRadius - 1;
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(256) box_lane_queue(const std::uint8_t* __rest
     const LaneSpan span = lane_span(strip_rows);
     const auto [lane, y_begin, y_end, x] = span;
     if (y_begin >= kHeight) return;
-    uint4* const ring = shared_ring + static_cast<int>(threadIdx.x >> 5) * kSlots * 32 + lane;  // the lane's slot k: ring[32 k]
+    uint4* const ring = span.ring(shared_ring, kSlots);  // the lane's slot k: ring[32 k]
     const auto row = [&](int y) { return span.row(in, pitch, y); };
     const int first = y_begin - kRadius - 1;  // ring row i: image row first + i, in slot i % kSlots
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1: ring rows 0 ... 2 * kRadius
@@ -894,15 +896,20 @@ int run() {
         const auto time_blocks = [&](auto warps_tag) {
             constexpr int W = decltype(warps_tag)::value;
             const std::size_t shared = exchange_shared_bytes<W>();
-            const std::pair<const char*, Kernel> kernels[] = {
-                {"barrier", &box_span_exchange<W, Sync::barrier, false>}, {"barrier", &box_span_exchange<W, Sync::barrier, true>},
-                {"flags", &box_span_exchange<W, Sync::flags, false>},     {"flags", &box_span_exchange<W, Sync::flags, true>},
-                {"no sync", &box_span_exchange<W, Sync::none, false>},    {"no sync", &box_span_exchange<W, Sync::none, true>}};
-            for (const auto& [sync, kernel] : kernels) {
+            struct Launch {
+                const char* sync;
+                bool row_sums;
+                Kernel kernel;
+            };
+            const Launch launches[] = {{"barrier", false, &box_span_exchange<W, Sync::barrier, false>},
+                                       {"barrier", true, &box_span_exchange<W, Sync::barrier, true>},
+                                       {"flags", false, &box_span_exchange<W, Sync::flags, false>},
+                                       {"flags", true, &box_span_exchange<W, Sync::flags, true>},
+                                       {"no sync", false, &box_span_exchange<W, Sync::none, false>},
+                                       {"no sync", true, &box_span_exchange<W, Sync::none, true>}};
+            for (const auto& [sync, row_sums, kernel] : launches) {
                 KLAB_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                      static_cast<int>(shared)));
-                const bool row_sums = kernel == &box_span_exchange<W, Sync::barrier, true> || kernel == &box_span_exchange<W, Sync::flags, true> ||
-                                      kernel == &box_span_exchange<W, Sync::none, true>;
                 for (int strip_rows : {32, 64, 128}) {
                     const int grid = kRowBytes / (512 * W) * ((kHeight + strip_rows - 1) / strip_rows);
                     time_launch(sync, row_sums, kExchangeAhead, kernel, grid, 32 * W, shared, strip_rows);

@@ -136,6 +136,11 @@ def opcode(source):
     return ".".join([base] + [q for q in qualifiers if q in kept])
 
 
+def samples(cell):
+    """A count of stall samples as the SASS page writes it ("1,234"; empty for none)."""
+    return int(cell.replace(",", "") or 0)
+
+
 def sass_sections(path):
     """(kernel, [(opcode, executions, stall samples, ((reason, samples), ...))]) per section of the
     SASS page; a section that repeats an earlier one exactly (the page can list a kernel twice) is
@@ -173,8 +178,8 @@ def sass_sections(path):
             if count < 0:
                 raise ValueError(f"{path}: a row of {short_name(kernel)} without a whole number of executions: {line[:3]}")
             try:
-                stalls = int(line[header[STALLS]].replace(",", "") or 0) if STALLS in header else 0
-                by_reason = tuple((reason, int(line[i].replace(",", "") or 0)) for reason, i in reasons)
+                stalls = samples(line[header[STALLS]]) if STALLS in header else 0
+                by_reason = tuple((reason, samples(line[i])) for reason, i in reasons)
             except ValueError:
                 raise ValueError(f"{path}: a row of {short_name(kernel)} whose stall samples are not whole numbers: {line[:3]}") from None
             rows.append((opcode(source), count, stalls, by_reason))
