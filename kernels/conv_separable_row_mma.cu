@@ -61,6 +61,20 @@
 // strips: 33 instructions per output against this file's 26, its loop alone 19.8 (the combination,
 // the split and one-byte stores around the MMAs), at 25% occupancy (108 registers). Its error
 // bound would also rest on the tensor cores' fp32 accumulation rounding, which is not documented.
+// The column pass in registers, dropped (H200, 2026-11-30; a variant file built on this one, not
+// landed: conformance suite 4676 of 4676 passed, klab tune on 8K RGB AoS 9x9, then klab-bench, L2
+// flushed, medians of 5; this file 133 to 134 us in the same runs): the row MMA turned (A = the
+// digits' band, M = 16 output elements, K = 64 window bytes in two MMAs; B = the pixels, one
+// 16-byte load per lane and step, N = 8 image rows), each lane of a quad its own sub-strip, so that
+// its accumulators are 2 columns x 2 consecutive row results; the column pass from a ring of 2R + 2
+// row results per column in registers; no shared memory. 231.5 us (128x1, sub-strips of 72 rows),
+// 122 registers (16 warps per SM); rows loaded 4 steps ahead instead of 2: 230.8 us (128
+// registers); capped at 80 registers: spills, 261.6 us. Nsight Compute (clocks unlocked, SM at 1.78
+// GHz): 73.4 M warp instructions, the loop 54 per warp and step of 4 outputs a lane (13.5 per
+// output), but issue slots 33% busy; stall samples on global loads 26% (the MMAs waiting for their
+// rows), mio 17% and short scoreboard 16% (each warp's A operands read from the parameter bank at
+// per-lane offsets), and the top and bottom strips' bordered path 16% of the instructions. At this
+// file's 62% of the issue slots, its instructions would still take about 125 us.
 // Tried and dropped on the way (same kind of runs, 2026-11-28): 32-element bands with each lane
 // computing 4 x 4 outputs from a ring of 32 rows (the column pass read 12 rows for 4, and the
 // chunk's input came by cp.async): 185 us, the shared-memory pipe 90% busy, the cp.async copies of
