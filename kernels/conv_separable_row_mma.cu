@@ -74,7 +74,12 @@
 // output), but issue slots 33% busy; stall samples on global loads 26% (the MMAs waiting for their
 // rows), mio 17% and short scoreboard 16% (each warp's A operands read from the parameter bank at
 // per-lane offsets), and the top and bottom strips' bordered path 16% of the instructions. At this
-// file's 62% of the issue slots, its instructions would still take about 125 us.
+// file's 62% of the issue slots, its instructions would still take about 125 us. With those two
+// fixed (the digits' table copied into shared memory once per block; the edge strips' rows loaded
+// 16 bytes at a time, mapped by the border rule only outside the image; the next call, same kind
+// of run without the conformance suite, klab tune and klab-bench verifying every output): 187.2 us
+// (sub-strips of 32 rows), 175.4 us with __maxnreg__(96) (20 warps per SM, 4 bytes spilled), 182.4
+// with 88, against 133 for this file: still 1.3x slower.
 // Tried and dropped on the way (same kind of runs, 2026-11-28): 32-element bands with each lane
 // computing 4 x 4 outputs from a ring of 32 rows (the column pass read 12 rows for 4, and the
 // chunk's input came by cp.async): 185 us, the shared-memory pipe 90% busy, the cp.async copies of
