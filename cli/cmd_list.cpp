@@ -1,6 +1,10 @@
-// klab list: the registered kernel variants and what each supports (cli/variant_support.hpp: the
-// representative problems each variant is asked about), as text or JSON.
+// klab list: the registered kernel variants, what each supports (cli/variant_support.hpp: the
+// representative problems each variant is asked about) and, per GPU model, what the tuning caches
+// under the results directory hold for it, as text or JSON. Needs no GPU.
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -9,6 +13,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "autotune/problem_class.hpp"
+#include "autotune/tuner.hpp"
+#include "autotune/tuning_cache.hpp"
 #include "cli/commands.hpp"
 #include "cli/variant_support.hpp"
 #include "harness/error.hpp"
@@ -24,7 +31,44 @@ using Json = nlohmann::ordered_json;  // keys in the order written: name first
 
 struct ListOptions {
     bool json = false;
+    std::string results = "results";
 };
+
+// What the tuning caches hold for one variant on one GPU model: the problem classes it has records
+// of, and how many of them have one tuned on this build's sources of the variant (the lookup skips
+// the others; `klab tune --missing-only` on that GPU tunes them again).
+struct TunedOn {
+    std::string gpu;     // "NVIDIA H200"
+    std::string folder;  // "nvidia-h200", under the results directory
+    int classes = 0;
+    int current = 0;
+};
+
+// Per variant name, its TunedOn entries by GPU model name. Unreadable caches are warned about
+// (stderr) and skipped, as every other command does.
+std::map<std::string, std::vector<TunedOn>> tuning_records(const std::filesystem::path& results) {
+    std::vector<std::string> warnings;
+    const autotune::TuningCache cache = autotune::TuningCache::load_directory(results, warnings);
+    for (const std::string& w : warnings) fmt::print(stderr, "klab list: warning: {}\n", w);
+    // variant -> GPU name -> class -> whether a record of it is current
+    std::map<std::string, std::map<std::string, std::map<std::string, bool>>> seen;
+    std::map<std::string, std::string> folder_of;
+    for (const autotune::TuningRecord& r : cache.records()) {
+        const std::optional<autotune::SourceHashes> hashes = autotune::source_hashes(r.variant);
+        bool& current = seen[r.variant][r.gpu.name][autotune::to_string(r.problem_class)];
+        current = current || (hashes && hashes->current(r.source_hash));
+        folder_of[r.gpu.name] = r.gpu.slug();
+    }
+    std::map<std::string, std::vector<TunedOn>> out;
+    for (const auto& [variant, gpus] : seen) {
+        for (const auto& [gpu, classes] : gpus) {
+            TunedOn t{gpu, folder_of[gpu], static_cast<int>(classes.size()), 0};
+            for (const auto& [name, current] : classes) t.current += current ? 1 : 0;
+            out[variant].push_back(t);
+        }
+    }
+    return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Text
@@ -49,12 +93,33 @@ std::string tuning_text(const TuningSpace& space) {
                        fmt::join(space.block_y, ","), parameters.empty() ? "none" : fmt::format("{}", fmt::join(parameters, "; ")));
 }
 
-void print_report(const Report& r) {
+// "NVIDIA H200: 12 classes, all tuned on this build's sources; ..." or what it means to have none.
+std::string tuned_text(const std::vector<TunedOn>& tuned, const std::string& results) {
+    if (tuned.empty()) {
+        return fmt::format("no record under {} (klab tune on a GPU records one; until then its rows take the variant's "
+                           "default shape)", results);
+    }
+    std::vector<std::string> parts;
+    for (const TunedOn& t : tuned) {
+        const std::string classes = fmt::format("{} class{}", t.classes, t.classes == 1 ? "" : "es");
+        if (t.current == t.classes) {
+            parts.push_back(fmt::format("{}: {}, {} on this build's sources", t.gpu, classes, t.classes == 1 ? "tuned" : "all tuned"));
+        } else {
+            parts.push_back(fmt::format("{}: {}, {} tuned on this build's sources (klab tune --missing-only on that GPU "
+                                        "tunes the other {} again)",
+                                        t.gpu, classes, t.current, t.classes - t.current));
+        }
+    }
+    return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+void print_report(const Report& r, const std::vector<TunedOn>& tuned, const std::string& results) {
     const Variant& v = *r.variant;
     fmt::print("\n{} ({})\n", v.name(), to_string(v.op()));
     fmt::print("  technique:     {}\n", v.technique());
     fmt::print("  default block: {}\n", default_shapes_text(r));
     fmt::print("  tuning space:  {}\n", tuning_text(v.tuning_space()));
+    fmt::print("  tuned:         {}\n", tuned_text(tuned, results));
     if (r.supported_count == 0) {
         fmt::print("  supports:      none of the {} probed problems\n", r.probes.size());
     } else {
@@ -67,7 +132,8 @@ void print_report(const Report& r) {
     }
 }
 
-void print_text(const std::vector<Report>& reports) {
+void print_text(const std::vector<Report>& reports, const std::map<std::string, std::vector<TunedOn>>& tuned,
+                const std::string& results) {
     if (reports.empty()) {
         fmt::print("no variants are registered in this build (each kernels/<op>_<technique>.cu registers one; "
                    "see README.md, \"Adding a variant\")\n");
@@ -76,10 +142,13 @@ void print_text(const std::vector<Report>& reports) {
     std::set<Operation> ops;
     for (const Report& r : reports) ops.insert(r.variant->op());
     fmt::print("{} registered variant{}; \"supports\" is what each answers for these problems (device limits are "
-               "checked when it runs):\n", reports.size(),
-               reports.size() == 1 ? "" : "s");
+               "checked when it runs); \"tuned\" what {}/*/autotune.json hold:\n", reports.size(),
+               reports.size() == 1 ? "" : "s", results);
     for (Operation op : ops) fmt::print("  {}: {}\n", to_string(op), probe_description(op));
-    for (const Report& r : reports) print_report(r);
+    for (const Report& r : reports) {
+        const auto found = tuned.find(r.variant->name());
+        print_report(r, found == tuned.end() ? std::vector<TunedOn>{} : found->second, results);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -107,8 +176,12 @@ Json dimensions_json(const Dimensions& d) {
             {"masks", masks}};
 }
 
-Json report_json(const Report& r) {
+Json report_json(const Report& r, const std::vector<TunedOn>& tuned) {
     const Variant& v = *r.variant;
+    Json tuned_json = Json::array();
+    for (const TunedOn& t : tuned) {
+        tuned_json.push_back({{"gpu", t.gpu}, {"folder", t.folder}, {"classes", t.classes}, {"current", t.current}});
+    }
     Json defaults = Json::array();
     for (const auto& [shape, group] : r.default_shapes) {
         defaults.push_back({{"shape", shape_json(group.probes.front()->shape)}, {"problems", group.text}});
@@ -124,16 +197,19 @@ Json report_json(const Report& r) {
     supports["summary"] = r.supported_count == 0 ? std::string("none") : full_text(r.supported);
     return {{"name", v.name()},         {"op", to_string(v.op())},     {"technique", v.technique()},
             {"default_shapes", defaults}, {"tuning_space", tuning_json(v.tuning_space())},
-            {"supports", supports},     {"unsupported", refusals}};
+            {"supports", supports},     {"unsupported", refusals},                       {"tuned", tuned_json}};
 }
 
-void print_json(const std::vector<Report>& reports) {
+void print_json(const std::vector<Report>& reports, const std::map<std::string, std::vector<TunedOn>>& tuned,
+                const std::string& results) {
     Json out = {{"variants", Json::array()},
                           {"registry_errors", Registry::instance().errors()},
-                          {"probed", Json::object()}};
+                          {"probed", Json::object()},
+                          {"results", results}};
     std::set<Operation> ops;
     for (const Report& r : reports) {
-        out["variants"].push_back(report_json(r));
+        const auto found = tuned.find(r.variant->name());
+        out["variants"].push_back(report_json(r, found == tuned.end() ? std::vector<TunedOn>{} : found->second));
         ops.insert(r.variant->op());
     }
     for (Operation op : ops) out["probed"][to_string(op)] = probe_description(op);
@@ -143,10 +219,11 @@ void print_json(const std::vector<Report>& reports) {
 void run_list(const ListOptions& options) {
     std::vector<Report> reports;
     for (const Variant* v : Registry::instance().all()) reports.push_back(make_report(*v));  // all() is sorted by name
+    const std::map<std::string, std::vector<TunedOn>> tuned = tuning_records(options.results);
     if (options.json) {
-        print_json(reports);
+        print_json(reports, tuned, options.results);
     } else {
-        print_text(reports);
+        print_text(reports, tuned, options.results);
     }
     // A refused registration is a build defect (a duplicate or empty name): fail loudly.
     const std::vector<std::string>& errors = Registry::instance().errors();
@@ -163,6 +240,10 @@ void add_list_command(CLI::App& app) {
     auto options = std::make_shared<ListOptions>();
     CLI::App* cmd = app.add_subcommand("list", "List the registered kernel variants and what each supports");
     cmd->add_flag("--json", options->json, "Print JSON instead of text");
+    cmd->add_option("--results", options->results,
+                    "Results directory whose tuning caches (<results>/*/autotune.json) the list reports on, per variant and GPU "
+                    "model: the classes recorded and how many were tuned on this build's sources")
+        ->capture_default_str();
     cmd->callback([options] { run_list(*options); });
 }
 

@@ -1,4 +1,5 @@
-// `klab tune` on the command line without a GPU: the refusal, bad arguments, a plan for another GPU.
+// `klab tune` on the command line without a GPU: the refusal, bad arguments, a plan for another GPU;
+// and what `klab list` says of the tuning caches.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "harness/device_info.hpp"
@@ -67,6 +69,49 @@ TEST(TuneCli, PlansASpaceForAnotherGpuFromRecordedResources) {
     const test::CommandResult verbose = klab_cli(
         fmt::format("tune --plan-for L4 --variant conv.global --size HD --mask-size 3 --layout aos --verbose --results {}", dir.string()));
     EXPECT_NE(verbose.output.find("excluded: below 100% occupancy: 66.6% (threads)"), std::string::npos) << verbose.output;
+    fs::remove_all(dir);
+}
+
+// `klab list` reads the caches under --results without a GPU: per variant and GPU model, the classes
+// recorded and how many were tuned on this build's sources (a record of other sources does not count).
+TEST(TuneCli, ListSaysWhichRecordsAreOfThisBuildsSources) {
+    const fs::path dir = fs::temp_directory_path() / fmt::format("klab_list_tuned_{}", ::getpid());
+    fs::remove_all(dir);
+    const std::string current = source_hash(Registry::instance().get("conv.global"));
+    std::vector<std::string> warnings;
+    store(dir,
+          {record(h200(), "conv.global", "HD/3x3/c3/aos", 32, 8, current), record(h200(), "conv.global", "8K/3x3/c3/aos", 32, 8, "0123456789abcdef"),
+           record(h200(), "conv.constant", "HD/3x3/c3/aos", 32, 8, source_hash(Registry::instance().get("conv.constant")))},
+          warnings);
+    ASSERT_TRUE(warnings.empty()) << warnings.front();
+
+    const test::CommandResult text = klab_cli(fmt::format("list --results {}", dir.string()));
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    const auto block_of = [&](const std::string& name) {
+        const std::size_t at = text.output.find("\n" + name + " (");
+        return at == std::string::npos ? std::string() : text.output.substr(at, text.output.find("\n\n", at + 1) - at);
+    };
+    EXPECT_NE(block_of("conv.global").find("tuned:         NVIDIA H200: 2 classes, 1 tuned on this build's sources (klab tune "
+                                           "--missing-only on that GPU tunes the other 1 again)"),
+              std::string::npos)
+        << block_of("conv.global");
+    EXPECT_NE(block_of("conv.constant").find("tuned:         NVIDIA H200: 1 class, tuned on this build's sources"), std::string::npos)
+        << block_of("conv.constant");
+    EXPECT_NE(block_of("conv.halo_tiled").find(fmt::format("tuned:         no record under {}", dir.string())), std::string::npos)
+        << block_of("conv.halo_tiled");
+
+    const test::CommandResult json = klab_cli(fmt::format("list --json --results {}", dir.string()));
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    for (const auto& v : nlohmann::json::parse(json.output).at("variants")) {
+        const std::string name = v.at("name").get<std::string>();
+        if (name == "conv.global") {
+            EXPECT_EQ(v.at("tuned"), nlohmann::json::parse(R"([{"gpu": "NVIDIA H200", "folder": "nvidia-h200", "classes": 2, "current": 1}])"));
+        } else if (name == "conv.constant") {
+            EXPECT_EQ(v.at("tuned").at(0).at("current"), 1);
+        } else {
+            EXPECT_TRUE(v.at("tuned").empty()) << name;
+        }
+    }
     fs::remove_all(dir);
 }
 
