@@ -1,12 +1,15 @@
 // klab list: the registered kernel variants, what each supports (cli/variant_support.hpp: the
 // representative problems each variant is asked about) and, per GPU model, what the tuning caches
 // under the results directory hold for it, as text or JSON. Needs no GPU.
+#include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,18 +38,26 @@ struct ListOptions {
 };
 
 // What the tuning caches hold for one variant on one GPU model: the problem classes it has records
-// of, and how many of them have one tuned on this build's sources of the variant (the lookup skips
-// the others; `klab tune --missing-only` on that GPU tunes them again).
+// of (any driver, any occupancy rule), and those of them with no record tuned on this build's
+// sources of the variant, which the lookup skips until they are tuned again.
 struct TunedOn {
     std::string gpu;     // "NVIDIA H200"
     std::string folder;  // "nvidia-h200", under the results directory
     int classes = 0;
-    int current = 0;
+    std::vector<std::string> stale;  // class names, sorted
 };
 
-// Per variant name, its TunedOn entries by GPU model name. Unreadable caches are warned about
-// (stderr) and skipped, as every other command does.
-std::map<std::string, std::vector<TunedOn>> tuning_records(const std::filesystem::path& results) {
+struct TuningRecords {
+    bool found = false;  // the results directory exists
+    std::map<std::string, std::vector<TunedOn>> by_variant;
+};
+
+// The TunedOn entries of every variant with records under `results`. Unreadable caches are warned
+// about (stderr) and skipped, as every other command does.
+TuningRecords tuning_records(const std::filesystem::path& results) {
+    TuningRecords out;
+    std::error_code error;
+    out.found = std::filesystem::is_directory(results, error);
     std::vector<std::string> warnings;
     const autotune::TuningCache cache = autotune::TuningCache::load_directory(results, warnings);
     for (const std::string& w : warnings) fmt::print(stderr, "klab list: warning: {}\n", w);
@@ -59,12 +70,13 @@ std::map<std::string, std::vector<TunedOn>> tuning_records(const std::filesystem
         current = current || (hashes && hashes->current(r.source_hash));
         folder_of[r.gpu.name] = r.gpu.slug();
     }
-    std::map<std::string, std::vector<TunedOn>> out;
     for (const auto& [variant, gpus] : seen) {
         for (const auto& [gpu, classes] : gpus) {
-            TunedOn t{gpu, folder_of[gpu], static_cast<int>(classes.size()), 0};
-            for (const auto& [name, current] : classes) t.current += current ? 1 : 0;
-            out[variant].push_back(t);
+            TunedOn t{gpu, folder_of[gpu], static_cast<int>(classes.size()), {}};
+            for (const auto& [name, current] : classes) {
+                if (!current) t.stale.push_back(name);
+            }
+            out.by_variant[variant].push_back(t);
         }
     }
     return out;
@@ -93,22 +105,29 @@ std::string tuning_text(const TuningSpace& space) {
                        fmt::join(space.block_y, ","), parameters.empty() ? "none" : fmt::format("{}", fmt::join(parameters, "; ")));
 }
 
-// "NVIDIA H200: 12 classes, all tuned on this build's sources; ..." or what it means to have none.
+// "NVIDIA H200: 12 classes, all tuned on this build's sources", the stale classes named, or what it
+// means to have none.
 std::string tuned_text(const std::vector<TunedOn>& tuned, const std::string& results) {
     if (tuned.empty()) {
-        return fmt::format("no record under {} (klab tune on a GPU records one; until then its rows take the variant's "
-                           "default shape)", results);
+        return fmt::format("no record under {} (klab tune on a GPU records one; until then the variant runs with its "
+                           "default block)", results);
     }
     std::vector<std::string> parts;
     for (const TunedOn& t : tuned) {
         const std::string classes = fmt::format("{} class{}", t.classes, t.classes == 1 ? "" : "es");
-        if (t.current == t.classes) {
+        if (t.stale.empty()) {
             parts.push_back(fmt::format("{}: {}, {} on this build's sources", t.gpu, classes, t.classes == 1 ? "tuned" : "all tuned"));
-        } else {
-            parts.push_back(fmt::format("{}: {}, {} tuned on this build's sources (klab tune --missing-only on that GPU "
-                                        "tunes the other {} again)",
-                                        t.gpu, classes, t.current, t.classes - t.current));
+            continue;
         }
+        constexpr std::size_t kNamed = 4;
+        const std::size_t named = std::min(t.stale.size(), kNamed);
+        const std::vector<std::string> first(t.stale.begin(), t.stale.begin() + static_cast<std::ptrdiff_t>(named));
+        const std::string more = t.stale.size() > named ? fmt::format(" and {} more", t.stale.size() - named) : "";
+        const bool all = static_cast<int>(t.stale.size()) == t.classes;
+        parts.push_back(fmt::format("{}: {}, {} tuned on other sources of the variant, which the lookup skips until they "
+                                    "are tuned again on that GPU (klab run, or klab tune --missing-only --class CLASS): {}{}",
+                                    t.gpu, classes, all ? "all" : fmt::format("{} of them", t.stale.size()),
+                                    fmt::join(first, ", "), more));
     }
     return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -132,8 +151,7 @@ void print_report(const Report& r, const std::vector<TunedOn>& tuned, const std:
     }
 }
 
-void print_text(const std::vector<Report>& reports, const std::map<std::string, std::vector<TunedOn>>& tuned,
-                const std::string& results) {
+void print_text(const std::vector<Report>& reports, const TuningRecords& tuned, const std::string& results) {
     if (reports.empty()) {
         fmt::print("no variants are registered in this build (each kernels/<op>_<technique>.cu registers one; "
                    "see README.md, \"Adding a variant\")\n");
@@ -142,12 +160,18 @@ void print_text(const std::vector<Report>& reports, const std::map<std::string, 
     std::set<Operation> ops;
     for (const Report& r : reports) ops.insert(r.variant->op());
     fmt::print("{} registered variant{}; \"supports\" is what each answers for these problems (device limits are "
-               "checked when it runs); \"tuned\" what {}/*/autotune.json hold:\n", reports.size(),
-               reports.size() == 1 ? "" : "s", results);
+               "checked when it runs):\n", reports.size(),
+               reports.size() == 1 ? "" : "s");
     for (Operation op : ops) fmt::print("  {}: {}\n", to_string(op), probe_description(op));
+    if (tuned.found) {
+        fmt::print("\"tuned\" is what {}/*/autotune.json hold for each variant, per GPU model.\n", results);
+    } else {
+        fmt::print("\"tuned\": no results directory {} (run klab from the repository root, or give --results DIR), "
+                   "so no variant has a record.\n", results);
+    }
     for (const Report& r : reports) {
-        const auto found = tuned.find(r.variant->name());
-        print_report(r, found == tuned.end() ? std::vector<TunedOn>{} : found->second, results);
+        const auto found = tuned.by_variant.find(r.variant->name());
+        print_report(r, found == tuned.by_variant.end() ? std::vector<TunedOn>{} : found->second, results);
     }
 }
 
@@ -180,7 +204,11 @@ Json report_json(const Report& r, const std::vector<TunedOn>& tuned) {
     const Variant& v = *r.variant;
     Json tuned_json = Json::array();
     for (const TunedOn& t : tuned) {
-        tuned_json.push_back({{"gpu", t.gpu}, {"folder", t.folder}, {"classes", t.classes}, {"current", t.current}});
+        tuned_json.push_back({{"gpu", t.gpu},
+                              {"folder", t.folder},
+                              {"classes", t.classes},
+                              {"current", t.classes - static_cast<int>(t.stale.size())},
+                              {"stale_classes", t.stale}});
     }
     Json defaults = Json::array();
     for (const auto& [shape, group] : r.default_shapes) {
@@ -200,16 +228,16 @@ Json report_json(const Report& r, const std::vector<TunedOn>& tuned) {
             {"supports", supports},     {"unsupported", refusals},                       {"tuned", tuned_json}};
 }
 
-void print_json(const std::vector<Report>& reports, const std::map<std::string, std::vector<TunedOn>>& tuned,
-                const std::string& results) {
+void print_json(const std::vector<Report>& reports, const TuningRecords& tuned, const std::string& results) {
     Json out = {{"variants", Json::array()},
                           {"registry_errors", Registry::instance().errors()},
                           {"probed", Json::object()},
-                          {"results", results}};
+                          {"results", results},
+                          {"results_found", tuned.found}};
     std::set<Operation> ops;
     for (const Report& r : reports) {
-        const auto found = tuned.find(r.variant->name());
-        out["variants"].push_back(report_json(r, found == tuned.end() ? std::vector<TunedOn>{} : found->second));
+        const auto found = tuned.by_variant.find(r.variant->name());
+        out["variants"].push_back(report_json(r, found == tuned.by_variant.end() ? std::vector<TunedOn>{} : found->second));
         ops.insert(r.variant->op());
     }
     for (Operation op : ops) out["probed"][to_string(op)] = probe_description(op);
@@ -219,7 +247,7 @@ void print_json(const std::vector<Report>& reports, const std::map<std::string, 
 void run_list(const ListOptions& options) {
     std::vector<Report> reports;
     for (const Variant* v : Registry::instance().all()) reports.push_back(make_report(*v));  // all() is sorted by name
-    const std::map<std::string, std::vector<TunedOn>> tuned = tuning_records(options.results);
+    const TuningRecords tuned = tuning_records(options.results);
     if (options.json) {
         print_json(reports, tuned, options.results);
     } else {
@@ -238,11 +266,11 @@ void run_list(const ListOptions& options) {
 
 void add_list_command(CLI::App& app) {
     auto options = std::make_shared<ListOptions>();
-    CLI::App* cmd = app.add_subcommand("list", "List the registered kernel variants and what each supports");
+    CLI::App* cmd = app.add_subcommand("list", "List the registered kernel variants, what each supports and what the tuning caches hold for it");
     cmd->add_flag("--json", options->json, "Print JSON instead of text");
     cmd->add_option("--results", options->results,
                     "Results directory whose tuning caches (<results>/*/autotune.json) the list reports on, per variant and GPU "
-                    "model: the classes recorded and how many were tuned on this build's sources")
+                    "model: the classes recorded and those not tuned on this build's sources")
         ->capture_default_str();
     cmd->callback([options] { run_list(*options); });
 }

@@ -70,16 +70,17 @@
 // row results per column in registers; no shared memory. 231.5 us (128x1, sub-strips of 72 rows),
 // 122 registers (16 warps per SM); rows loaded 4 steps ahead instead of 2: 230.8 us (128
 // registers); capped at 80 registers: spills, 261.6 us. Nsight Compute (clocks unlocked, SM at 1.78
-// GHz): 73.4 M warp instructions, the loop 54 per warp and step of 4 outputs a lane (13.5 per
-// output), but issue slots 33% busy; stall samples on global loads 26% (the MMAs waiting for their
-// rows), mio 17% and short scoreboard 16% (each warp's A operands read from the parameter bank at
-// per-lane offsets), and the top and bottom strips' bordered path 16% of the instructions. At this
-// file's 62% of the issue slots, its instructions would still take about 125 us. With those two
+// GHz): 73.4 M warp instructions (23.6 per output), the loop 54 per warp and step of 4 outputs a
+// lane (13.5 per output), but issue slots 33% busy; stall samples on global loads 26% (the MMAs
+// waiting for their rows), mio 17% and short scoreboard 16% (each warp's A operands read from the
+// parameter bank at per-lane offsets), and the top and bottom strips' bordered path (1002
+// instructions per 10 steps against 541) 16% of the instructions. At this file's 62% of the issue
+// slots, its instructions would still take about 125 us. With those two
 // fixed (the digits' table copied into shared memory once per block; the edge strips' rows loaded
 // 16 bytes at a time, mapped by the border rule only outside the image; the next call, same kind
 // of run without the conformance suite, klab tune and klab-bench verifying every output): 187.2 us
 // (sub-strips of 32 rows), 175.4 us with __maxnreg__(96) (20 warps per SM, 4 bytes spilled), 182.4
-// with 88, against 133 for this file: still 1.3x slower.
+// us with 88, against 133 for this file: still 1.3x slower.
 // Tried and dropped on the way (same kind of runs, 2026-11-28): 32-element bands with each lane
 // computing 4 x 4 outputs from a ring of 32 rows (the column pass read 12 rows for 4, and the
 // chunk's input came by cp.async): 185 us, the shared-memory pipe 90% busy, the cp.async copies of

@@ -73,14 +73,21 @@ TEST(TuneCli, PlansASpaceForAnotherGpuFromRecordedResources) {
 }
 
 // `klab list` reads the caches under --results without a GPU: per variant and GPU model, the classes
-// recorded and how many were tuned on this build's sources (a record of other sources does not count).
+// recorded (one however many occupancy rules and drivers) and those with no record of this build's
+// sources (a record of the files' whole text counts as current, as the lookup takes it).
 TEST(TuneCli, ListSaysWhichRecordsAreOfThisBuildsSources) {
     const fs::path dir = fs::temp_directory_path() / fmt::format("klab_list_tuned_{}", ::getpid());
     fs::remove_all(dir);
-    const std::string current = source_hash(Registry::instance().get("conv.global"));
+    const SourceHashes global = source_hashes(Registry::instance().get("conv.global"));
+    ASSERT_FALSE(global.full_text.empty());
+    TuningRecord relaxed = record(h200(), "conv.global", "HD/3x3/c3/aos", 32, 8, "0123456789abcdef");  // stale, another rule
+    relaxed.requested_min_occupancy = relaxed.min_occupancy = 0.5;
     std::vector<std::string> warnings;
     store(dir,
-          {record(h200(), "conv.global", "HD/3x3/c3/aos", 32, 8, current), record(h200(), "conv.global", "8K/3x3/c3/aos", 32, 8, "0123456789abcdef"),
+          {record(h200(), "conv.global", "HD/3x3/c3/aos", 32, 8, global.code), relaxed,
+           record(h200(), "conv.global", "8K/3x3/c3/aos", 32, 8, "0123456789abcdef"),
+           record(h200(), "conv.global", "8K/9x9/c3/aos", 32, 8, global.full_text),
+           record(h200(12080), "conv.global", "4K/3x3/c3/aos", 32, 8, "fedcba9876543210"),  // another driver, same model
            record(h200(), "conv.constant", "HD/3x3/c3/aos", 32, 8, source_hash(Registry::instance().get("conv.constant")))},
           warnings);
     ASSERT_TRUE(warnings.empty()) << warnings.front();
@@ -91,8 +98,9 @@ TEST(TuneCli, ListSaysWhichRecordsAreOfThisBuildsSources) {
         const std::size_t at = text.output.find("\n" + name + " (");
         return at == std::string::npos ? std::string() : text.output.substr(at, text.output.find("\n\n", at + 1) - at);
     };
-    EXPECT_NE(block_of("conv.global").find("tuned:         NVIDIA H200: 2 classes, 1 tuned on this build's sources (klab tune "
-                                           "--missing-only on that GPU tunes the other 1 again)"),
+    EXPECT_NE(block_of("conv.global").find("tuned:         NVIDIA H200: 4 classes, 2 of them tuned on other sources of the variant, "
+                                           "which the lookup skips until they are tuned again on that GPU (klab run, or klab "
+                                           "tune --missing-only --class CLASS): 4K/3x3/c3/aos, 8K/3x3/c3/aos"),
               std::string::npos)
         << block_of("conv.global");
     EXPECT_NE(block_of("conv.constant").find("tuned:         NVIDIA H200: 1 class, tuned on this build's sources"), std::string::npos)
@@ -102,16 +110,25 @@ TEST(TuneCli, ListSaysWhichRecordsAreOfThisBuildsSources) {
 
     const test::CommandResult json = klab_cli(fmt::format("list --json --results {}", dir.string()));
     ASSERT_EQ(json.exit_code, 0) << json.output;
-    for (const auto& v : nlohmann::json::parse(json.output).at("variants")) {
+    const nlohmann::json parsed = nlohmann::json::parse(json.output);
+    EXPECT_EQ(parsed.at("results_found"), true);
+    for (const auto& v : parsed.at("variants")) {
         const std::string name = v.at("name").get<std::string>();
         if (name == "conv.global") {
-            EXPECT_EQ(v.at("tuned"), nlohmann::json::parse(R"([{"gpu": "NVIDIA H200", "folder": "nvidia-h200", "classes": 2, "current": 1}])"));
+            EXPECT_EQ(v.at("tuned"), nlohmann::json::parse(R"([{"gpu": "NVIDIA H200", "folder": "nvidia-h200", "classes": 4,
+                                                               "current": 2, "stale_classes": ["4K/3x3/c3/aos", "8K/3x3/c3/aos"]}])"));
         } else if (name == "conv.constant") {
             EXPECT_EQ(v.at("tuned").at(0).at("current"), 1);
         } else {
             EXPECT_TRUE(v.at("tuned").empty()) << name;
         }
     }
+
+    // No such directory: said once, every variant without a record, not an error.
+    const test::CommandResult missing = klab_cli(fmt::format("list --results {}", (dir / "nothing").string()));
+    EXPECT_EQ(missing.exit_code, 0) << missing.output;
+    EXPECT_NE(missing.output.find("\"tuned\": no results directory"), std::string::npos) << missing.output;
+    EXPECT_EQ(missing.output.find("tuned:         NVIDIA"), std::string::npos) << missing.output;
     fs::remove_all(dir);
 }
 
