@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "autotune/gpu_model.hpp"
 #include "autotune/problem_class.hpp"
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
@@ -63,16 +64,14 @@ TuningRecords tuning_records(const std::filesystem::path& results) {
     for (const std::string& w : warnings) fmt::print(stderr, "klab list: warning: {}\n", w);
     // variant -> GPU name -> class -> whether a record of it is current
     std::map<std::string, std::map<std::string, std::map<std::string, bool>>> seen;
-    std::map<std::string, std::string> folder_of;
     for (const autotune::TuningRecord& r : cache.records()) {
         const std::optional<autotune::SourceHashes> hashes = autotune::source_hashes(r.variant);
         bool& current = seen[r.variant][r.gpu.name][autotune::to_string(r.problem_class)];
         current = current || (hashes && hashes->current(r.source_hash));
-        folder_of[r.gpu.name] = r.gpu.slug();
     }
     for (const auto& [variant, gpus] : seen) {
         for (const auto& [gpu, classes] : gpus) {
-            TunedOn t{gpu, folder_of[gpu], static_cast<int>(classes.size()), {}};
+            TunedOn t{gpu, autotune::gpu_slug(gpu), static_cast<int>(classes.size()), {}};
             for (const auto& [name, current] : classes) {
                 if (!current) t.stale.push_back(name);
             }

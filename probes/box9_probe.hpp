@@ -1,7 +1,8 @@
 // What the box probes share (box_warp_prefix.cu, box_lane_slide.cu, box_mma_rows.cu): the problem, a 9x9 box on an
 // 8K RGB AoS image with replicated rows, cut into warps of 512 bytes that write the 480 of lanes
 // 1 to 30; the image and its device buffers; the timing (L2 flushed, medians of at least 20) and
-// the copy floor; and the CPU check of a few rows' interior bytes.
+// the copy floor; the rows the kernels read, replicated past the image; and the CPU check of a
+// few rows' interior bytes.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +26,12 @@ constexpr int kWarpsPerRow = kRowBytes / kWarpOutput;  // 48
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ __forceinline__ uint4 load16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// Byte `column` of image row y of `in` (rows `pitch` bytes apart), rows outside the image
+// replicated.
+__device__ __forceinline__ const std::uint8_t* clamped_row(const std::uint8_t* in, std::size_t pitch, int y, int column) {
+    return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + column;
+}
 
 // The image (pseudo-random bytes, rows kRowBytes apart) on the host and on the device, an output
 // buffer and a buffer for the copy floor; the device buffers are freed with it.

@@ -183,10 +183,8 @@ __device__ __forceinline__ uint4 lane_output(const std::uint32_t (&v)[8]) {
 struct LaneSpan {
     int lane, y_begin, y_end, x;
 
-    // The lane's 16 bytes of image row y (rows outside the image replicated).
-    __device__ const std::uint8_t* row(const std::uint8_t* in, std::size_t pitch, int y) const {
-        return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x;
-    }
+    // The lane's 16 bytes of image row y.
+    __device__ const std::uint8_t* row(const std::uint8_t* in, std::size_t pitch, int y) const { return clamped_row(in, pitch, y, x); }
     // The lane's slot 0 of its warp's ring of `slots` rows of 512 bytes in `shared` (slot k: [32 k]).
     __device__ uint4* ring(uint4* shared, int slots) const { return shared + static_cast<int>(threadIdx.x >> 5) * slots * 32 + lane; }
 };
@@ -381,7 +379,7 @@ __global__ void __launch_bounds__(256) box_block_ring(const std::uint8_t* __rest
     const int x_nominal = tile * warps * kWarpOutput - 16;                     // image byte of ring byte 0, unclamped
     const int x_copy = min(max(x_nominal, 0), kRowBytes - ring_row);           // the ends' tiles copy inside the row
     const int offset = min(max(x_nominal - x_copy + warp * kWarpOutput + 16 * lane, 0), ring_row - 16);  // as box_lane_slide clamps
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x_copy; };
+    const auto row = [&](int y) { return clamped_row(in, pitch, y, x_copy); };
     const auto slot = [&](int i) { return reinterpret_cast<const uint4*>(ring + (i % kSlots) * ring_row + offset); };
     const int total = y_end - y_begin + 2 * kRadius + 1;  // ring rows the strip reads
 
@@ -487,7 +485,7 @@ __global__ void __launch_bounds__(32 * W, exchange_blocks_per_sm<W>()) box_span_
         *reinterpret_cast<uint4*>(slot) = make_uint4(words[0], words[1], words[2], words[3]);
         *reinterpret_cast<uint2*>(slot + 4) = make_uint2(words[4], words[5]);
     };
-    const auto row = [&](int y, int column) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + column; };
+    const auto row = [&](int y, int column) { return clamped_row(in, pitch, y, column); };
     // The neighbours' flags as last read (a warp at the block's end has no neighbour on that side).
     int left_flag = warp == 0 ? INT_MAX : -1, right_flag = warp == W - 1 ? INT_MAX : -1;
     const auto wait_for_neighbours = [&](int k) {  // until both have published row k
@@ -882,17 +880,20 @@ int run() {
         if (row_sums) std::printf("; %ld of %ld interior bytes differ", differing, checked);
         std::printf("\n");
     };
-    const auto time_config = [&](const Config& c, const std::vector<int>& strip_heights, const std::vector<int>& blocks) {
+    const auto time_config = [&](const Config& c, Kernel kernel, const std::vector<int>& strip_heights, const std::vector<int>& blocks) {
         for (int strip_rows : strip_heights) {
             for (int block : blocks) {
-                time_launch(reads_name(c.reads), c.row_sums, c.ahead, kernel_of(c), grid_of(c, strip_rows, block), block, shared_bytes_of(c, block),
+                time_launch(reads_name(c.reads), c.row_sums, c.ahead, kernel, grid_of(c, strip_rows, block), block, shared_bytes_of(c, block),
                             strip_rows);
             }
         }
     };
     // The warps that store what they load, blocks of W warps, against the warps' rings (tiles of 480).
     const auto time_exchange = [&]() {
-        for (bool row_sums : {false, true}) time_config({Reads::warp_ring, row_sums, 4}, {32, 64}, {128, 256});
+        for (bool row_sums : {false, true}) {
+            const Config rings{Reads::warp_ring, row_sums, 4};
+            time_config(rings, kernel_of(rings), {32, 64}, {128, 256});
+        }
         const auto time_blocks = [&](auto warps_tag) {
             constexpr int W = decltype(warps_tag)::value;
             const std::size_t shared = exchange_shared_bytes<W>();
@@ -929,7 +930,7 @@ int run() {
         // The block ring's strips: about 3, 2 and exactly 1 wave of blocks at 16 rows ahead (12 or 6
         // tiles a row, 4 or 2 blocks per SM as shared memory allows, 132 SMs: 44 strips a wave).
         const bool block_ring = timed.config.reads == Reads::block_ring;
-        time_config(timed.config, block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128}, {128, 256});
+        time_config(timed.config, timed.kernel, block_ring ? std::vector<int>{33, 49, 99} : std::vector<int>{32, 64, 128}, {128, 256});
     }
     time_exchange();
     return 0;
@@ -938,8 +939,14 @@ int run() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    g_profile = argc > 1 && std::string(argv[1]) == "profile";
-    g_exchange_only = argc > 1 && std::string(argv[1]) == "exchange";
-    g_exchange_profile = argc > 1 && std::string(argv[1]) == "exchange-profile";
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (argc > 2 || (argc > 1 && mode != "profile" && mode != "exchange" && mode != "exchange-profile")) {
+        std::fprintf(stderr, "klab-probe-box-lane-slide: unknown arguments (from '%s'); give none (every configuration), profile, "
+                             "exchange or exchange-profile\n", argv[1]);
+        return 2;
+    }
+    g_profile = mode == "profile";
+    g_exchange_only = mode == "exchange";
+    g_exchange_profile = mode == "exchange-profile";
     return klab::probes::run_probe(&run);
 }

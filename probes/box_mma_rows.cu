@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(256) box_mma_rows(const std::uint8_t* __restri
     const int y_end = min(y_begin + strip_rows, kHeight);
     const int span = warp % kWarpsPerRow * kWarpOutput - 16;                   // the span's first byte in the row
     const int x = min(max(span + 16 * lane, 0), kRowBytes - 16);               // clamped at the ends
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    const auto row = [&](int y) { return clamped_row(in, pitch, y, x); };
 
     // The planes' padding (bytes 512 ... 543 of each) is read by the surplus windows only: zeros.
     reinterpret_cast<std::uint32_t*>(planes + lane / 8 * kPlaneBytes + 512)[lane % 8] = 0u;  // 4 planes x 8 words

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(256) box_warp_prefix(const std::uint8_t* __res
     const int phase = lane % 3;  // the channel of the lane's first byte, counted from the span's first (16 = 1 mod 3)
     const std::uint32_t half = (kCount - 1) / 2;
     const auto inverse = static_cast<std::uint32_t>(((1ull << 32) + kCount - 1) / kCount);
-    const auto row = [&](int y) { return in + static_cast<std::size_t>(min(max(y, 0), kHeight - 1)) * pitch + x; };
+    const auto row = [&](int y) { return clamped_row(in, pitch, y, x); };
 
     std::uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // V of row y_begin - 1
     for (int y = y_begin - kRadius - 1; y < y_begin + kRadius; ++y) slide_columns(v, load16(row(y)), make_uint4(0, 0, 0, 0));

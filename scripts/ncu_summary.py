@@ -211,12 +211,12 @@ def sass_lines(kernel, rows, parts):
         lines.append("    " + ", ".join(f"{op} {n}{share(op)}" for op, n in mix.most_common()))
     by_reason = collections.Counter()
     for *_, reasons in rows:
-        for reason, samples in reasons:
-            by_reason[reason] += samples
+        for reason, count in reasons:
+            by_reason[reason] += count
     sampled = sum(by_reason.values())
     if sampled:
         lines.append("  stall samples by reason: " +
-                     ", ".join(f"{reason} {samples / sampled:.0%}" for reason, samples in by_reason.most_common(REASONS_LISTED) if samples))
+                     ", ".join(f"{reason} {count / sampled:.0%}" for reason, count in by_reason.most_common(REASONS_LISTED) if count))
     return lines
 
 
