@@ -6,7 +6,7 @@
 // separates into column sums V (the box's height) summed along the row (its width). A warp owns a
 // span of 512 bytes of a stored row (16 per lane) and writes the tile in its middle (the lanes
 // whose 16 bytes lie at least rx + 1 pixels from the span's start and rx from its end), walking
-// down a strip of `rows` rows (tuned):
+// down a strip of `rows` rows (tuned; every other strip walks up, below):
 //   columns: V slides down one row at a time in registers, two to a 32-bit word (16-bit lanes:
 //            V <= 31 * 255 < 2^16, and V + new - old never borrows because V holds old): one
 //            16-byte load of the entering row, one of the leaving row (read 2 * ry + 1 rows earlier:
@@ -39,13 +39,17 @@
 // The strips share the image's rows evenly, none left short. Warps are numbered edge tiles first
 // (box_span::warp_place: the first and the last tile of each strip, then the others), so that the
 // slower warps whose lanes reach past the row's ends start in the grid's first wave, not its last.
+// Odd strips walk up: walk row y is image row height - 1 - y, and the row pointers step by minus
+// the pitch. A strip and its neighbour below then read the 2 * ry + 1 rows they share at about the
+// same time (both at the ends of their walks, or both at their starts) rather than one at its start
+// and the other at its end, so that the second read is more often an L2 hit.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
-// at most 80 registers (3 blocks of 8 warps per SM; the RGB kernels of in-lane offsets 0, 14 and 15
-// and the RGBA kernel of offset 8 spill 4 to 8 bytes there). The span's helpers (the column slide,
-// the bordered lanes' bytes, the stores, the other boxes' rounding, the tuning space) are
-// kernels/box_span.hpp, shared with conv.box_warp_ring.
+// at most 80 registers (3 blocks of 8 warps per SM; 12 of the 36 kernels spill 4 to 12 bytes
+// there, among them box9's, RGB of in-lane offset 12, but not box31's, offset 13). The span's
+// helpers (the column slide, the bordered lanes' bytes, the stores, the other boxes' rounding, the
+// tuning space) are kernels/box_span.hpp, shared with conv.box_warp_ring.
 // Measured on an NVIDIA H200 (device runs of 2026-11-25: scripts/gpu-experiment.sh, klab tune on
 // the 8K RGB AoS replicate box classes, then klab-bench, L2 flushed, medians of 3): box3 107.7 us
 // (32x2 rows=16), box9 119.6 us (32x2 rows=16), box31 169.7 us (32x4 rows=32), against 109.5 /
@@ -118,8 +122,17 @@
 // throttle 12%; L2 hit rate 53%, DRAM 40% of peak. At 100% of the issue slots those instructions
 // would take 71 us (1.49x the committed run's copy floor, 47.84 us): 1.3x needs both fewer
 // instructions and the loads' latency hidden.
+// Odd strips walking up (H200, 2026-11-30; scripts/gpu-experiment.sh, a copy, klab tune on 8K RGB
+// AoS box9 and box31, then klab-bench, L2 flushed, medians of 5, two runs): box31 125.5 -> 122.7 and
+// 125.1 -> 122.8 us, box9 98.0 -> 96.8 and 97.7 -> 96.7 us. Nsight Compute on box31 (clocks
+// unlocked, 32x4 rows=32): 131.0 -> 124.8 us, DRAM 39.98% -> 39.34% of peak (so about 6% fewer
+// DRAM bytes), issue slots 56.1% -> 57.8% busy, 72.3 M -> 72.9 M warp instructions. With it, taller
+// strips still do not pay: given 16 to 96 rows, the tuner kept 32 (122.9 us). The same change in
+// conv.box_warp_ring, whose leaving rows come from its ring, moved box9 and box3 by under 1% (74.5 ->
+// 74.2, 65.2 -> 65.3 us; with 16 to 96 rows: 74.0 -> 73.3, 64.9 -> 65.0): not taken there.
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -258,12 +271,13 @@ __device__ __forceinline__ uint4 output_bytes(const std::uint32_t (&p)[16], int 
     return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
-// A warp's walk down its strip, rows [y_begin, y_end). Lead = (rx * E) mod 16, the in-lane part of
+// A warp's walk along its strip, walk rows [y_begin, y_end): image rows y_begin ... (down) or
+// height - 1 - y_begin ... (up; the same walk over the image read bottom to top). Lead = (rx * E) mod 16, the in-lane part of
 // the offset from an output byte to the last byte of its box's row (the kernel's template argument).
 template <int E, int Lead, bool Interior>
 __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
                                            Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,
-                                           int e, bool vector, const int* sources, int lane, int phase) {
+                                           int e, bool vector, const int* sources, int lane, int phase, bool up) {
     // j + rx * E = j + 16 * lead_lanes + Lead, and j - (rx + 1) * E = j - 16 * trail_lanes + TrailUp,
     // trail_lanes = ceil((rx + 1) * E / 16) (no output byte reaches before the span: first_lane).
     constexpr int TrailUp = (16 - (Lead + E) % 16) % 16;
@@ -271,18 +285,22 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     const int row_bytes = in.shape.width * E;
     const bool output_lane = lane >= t.first_lane && kLaneBytes * lane < kLaneBytes * t.first_lane + t.tile_bytes && e < row_bytes;
     const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes <= row_bytes;
-    const std::size_t in_pitch = in.pitch_bytes, out_pitch = out.pitch_bytes;
-    std::uint8_t* dst = out.row(y_begin, plane) + e;
+    // Walk rows y are image rows y (down) or height - 1 - y (up).
+    const int last = in.shape.height - 1;
+    const auto image_row = [&](int y) { return up ? last - y : y; };
+    const std::ptrdiff_t in_pitch = up ? -static_cast<std::ptrdiff_t>(in.pitch_bytes) : static_cast<std::ptrdiff_t>(in.pitch_bytes);
+    const std::ptrdiff_t out_pitch = up ? -static_cast<std::ptrdiff_t>(out.pitch_bytes) : static_cast<std::ptrdiff_t>(out.pitch_bytes);
+    std::uint8_t* dst = out.row(image_row(y_begin), plane) + e;
     // The interior's rows: pointers that step down a row at a time.
-    const std::uint8_t* enter_row = Interior ? in.row(y_begin - t.ry - 1, plane) : nullptr;  // the first rows' loads step it first
-    const std::uint8_t* leave_row = Interior ? in.row(y_begin - t.ry - 1, plane) : nullptr;
+    const std::uint8_t* enter_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;  // the first rows' loads step it first
+    const std::uint8_t* leave_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
     const auto load = [&](const std::uint8_t*& interior_row, int y) {
         if constexpr (Interior) {
             const uint4 bytes = span_bytes(interior_row, e, vector, sources, border);
             interior_row += in_pitch;
             return bytes;
         } else {
-            return span_bytes(bordered_row(in, plane, y, border.mode), e, vector, sources, border);
+            return span_bytes(bordered_row(in, plane, image_row(y), border.mode), e, vector, sources, border);
         }
     };
 
@@ -325,9 +343,14 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
     const int plane = static_cast<int>(blockIdx.z);
     const int height = in.shape.height;
-    const int y_begin = strip * t.strip_rows;
-    const int y_end = min(y_begin + t.strip_rows, height);
-    if (y_begin >= y_end) return;
+    const int image_begin = strip * t.strip_rows;
+    const int image_end = min(image_begin + t.strip_rows, height);
+    if (image_begin >= image_end) return;
+    // Odd strips walk up: two neighbouring strips read the rows they share at about the same time
+    // (both at their ends, or both at their starts), so the second read finds them in L2.
+    const bool up = (strip & 1) != 0;
+    const int y_begin = up ? height - image_end : image_begin;
+    const int y_end = up ? height - image_begin : image_end;
 
     const int e = tile * t.tile_bytes - kLaneBytes * t.first_lane + kLaneBytes * lane;  // this lane's first byte of the row
     const int row_bytes = in.shape.width * E;
@@ -341,9 +364,9 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     if (!vector || border.mode == BorderMode::constant) column_sources<E>(sources, e, in.shape.width, border.mode);
 
     if (y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height) {
-        walk_strip<E, Lead, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase);
+        walk_strip<E, Lead, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, up);
     } else {
-        walk_strip<E, Lead, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase);
+        walk_strip<E, Lead, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, vector, sources, lane, phase, up);
     }
 }
 
