@@ -130,6 +130,9 @@
 // strips still do not pay: given 16 to 96 rows, the tuner kept 32 (122.9 us). The same change in
 // conv.box_warp_ring, whose leaving rows come from its ring, moved box9 and box3 by under 1% (74.5 ->
 // 74.2, 65.2 -> 65.3 us; with 16 to 96 rows: 74.0 -> 73.3, 64.9 -> 65.0): not taken there.
+// The committed klab run at a4f2152 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.70 us at
+// 32x4 rows=32, 2.57x the copy floor (47.67 us; npp.box 16580 us: 135x faster), box9 96.64 us
+// (conv.box_warp_ring 74.29), box3 91.02 us; against 124.30 us on box31 in the run at 83880fa.
 #include <algorithm>
 #include <array>
 #include <cstddef>
