@@ -6,6 +6,11 @@
 # GPU machine may hold no .git, or a stale one. Without either, "unknown". An empty KLAB_GIT_COMMIT
 # (e.g. KLAB_GIT_COMMIT=$(cat a-missing-file)) counts as unset, and a commit with no letter or digit
 # left is "unknown": tuning records never name an empty version.
+# A named commit that the tree's .git holds is checked against the tree: where tracked files differ
+# from it and KLAB_GIT_DIRTY is not 1, the build stops rather than label the results "clean" with a
+# commit they were not built from (the mistake of naming the stale commit that `git rev-parse HEAD`
+# gives inside such a copy). A commit the .git does not hold (newer than a stale copy) is taken as
+# named.
 if(NOT "$ENV{KLAB_GIT_COMMIT}" STREQUAL "")
   # Named by whoever copied the tree (a GPU machine's copy may hold no or a stale .git).
   set(commit "$ENV{KLAB_GIT_COMMIT}")
@@ -13,6 +18,22 @@ if(NOT "$ENV{KLAB_GIT_COMMIT}" STREQUAL "")
     set(dirty true)
   else()
     set(dirty false)
+    execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse -q --verify "${commit}^{commit}"
+      RESULT_VARIABLE known_status OUTPUT_QUIET ERROR_QUIET)
+    if(known_status EQUAL 0)
+      execute_process(COMMAND git -C "${SOURCE_DIR}" diff --name-only "${commit}" --
+        OUTPUT_VARIABLE differing RESULT_VARIABLE diff_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(diff_status EQUAL 0 AND NOT differing STREQUAL "")
+        string(REPLACE "\n" ";" differing "${differing}")
+        list(LENGTH differing count)
+        list(SUBLIST differing 0 5 shown)
+        list(JOIN shown ", " shown)
+        message(FATAL_ERROR "KLAB_GIT_COMMIT=${commit}, but this tree differs from that commit in ${count} tracked "
+                            "file(s) (${shown}): set KLAB_GIT_COMMIT to the commit the tree was copied from (its hash "
+                            "on the machine that holds the repository: inside a copy with a stale .git, git rev-parse "
+                            "HEAD names the stale commit), or KLAB_GIT_DIRTY=1 for a modified tree.")
+      endif()
+    endif()
   endif()
 else()
   execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse HEAD
