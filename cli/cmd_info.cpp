@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
+#include "harness/version.hpp"
 
 namespace klab::cli {
 
@@ -44,20 +45,26 @@ void run_info(const InfoOptions& options) {
         // A missing index is an error even here: a script asking about device 7 must not read "no device".
         query.devices = requested_devices(parse_device_request(options.device), query, std::getenv("CUDA_VISIBLE_DEVICES"));
     }
+    const BuildVersion version = build_version();
 #if defined(KLAB_HAVE_NPP)
     const bool npp = true;
 #else
     const bool npp = false;
 #endif
     if (options.json) {
-        nlohmann::json out = {{"build", {{"cuda_toolkit", cuda_version_string(CUDART_VERSION)}, {"npp", npp}}},
+        nlohmann::json out = {{"build",
+                               {{"commit", version.commit},
+                                {"dirty", version.dirty},
+                                {"cuda_toolkit", cuda_version_string(CUDART_VERSION)},
+                                {"npp", npp}}},
                               {"devices", nlohmann::json::array()}};
         for (const auto& d : query.devices) out["devices"].push_back(to_json(d));
         if (query.devices.empty()) out["no_device_reason"] = query.no_device_reason;
         fmt::print("{}\n", out.dump(2));
         return;
     }
-    fmt::print("klab built with CUDA {}, NPP baseline {}\n", cuda_version_string(CUDART_VERSION),
+    // The commit that results written by this build will name (cmake/KlabVersion.cmake).
+    fmt::print("klab built from commit {} with CUDA {}, NPP baseline {}\n", build_version_text(), cuda_version_string(CUDART_VERSION),
                npp ? "available" : "not available");
     if (query.devices.empty()) {
         fmt::print("{}\n", query.no_device_reason);

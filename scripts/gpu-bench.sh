@@ -19,6 +19,8 @@ if ! { cmake --preset release >"$OUT/build.log" 2>&1 && cmake --build --preset r
   exit 1
 fi
 echo "gpu-bench: built in $(($(date +%s) - start)) s"
+# The commit the results will name: check it before the long run (KLAB_GIT_COMMIT above).
+echo "gpu-bench: $(./build/release/klab info | head -n 1)"
 ./build/release/klab run --results results "$@" >"$OUT/run.log" 2>&1
 status=$?
 # The folder this run wrote, as klab run names it in its last line; nothing is packed without it

@@ -18,6 +18,7 @@ if ! { cmake --preset release >"$OUT/build.log" 2>&1 && cmake --build --preset r
   echo "gpu-tune: the build failed (log: $OUT/build.log)"
   exit 1
 fi
+echo "gpu-tune: $(./build/release/klab info | head -n 1)"  # the commit the records will name
 ./build/release/klab tune --results results "$@" 2>&1 | tee "$OUT/tune.log"
 tuned=${PIPESTATUS[0]}
 cp -r results "$OUT/"

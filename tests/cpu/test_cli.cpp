@@ -20,6 +20,7 @@
 #include "harness/io/image_io.hpp"
 #include "harness/reference/reference.hpp"
 #include "harness/variant.hpp"
+#include "harness/version.hpp"
 #include "tests/common/run_command.hpp"
 #include "tests/common/test_util.hpp"
 #include "tests/cpu/cli_test_fixture.hpp"
@@ -80,9 +81,14 @@ TEST_F(Cli, InfoAndListAnswerWithoutAGpu) {
     EXPECT_TRUE(info.output.find("no CUDA device found") != std::string::npos ||
                 info.output.find("device 0:") != std::string::npos)
         << info.output;
+    // The commit results of this build will name, as its tuning records write it.
+    EXPECT_NE(info.output.find("klab built from commit " + build_version_text() + " with CUDA"), std::string::npos) << info.output;
     const Result json = klab_cli("info --json");
     EXPECT_EQ(json.exit_code, 0);
     EXPECT_NE(json.output.find("\"devices\""), std::string::npos);
+    const nlohmann::json parsed = nlohmann::json::parse(json.output);
+    EXPECT_EQ(parsed.at("build").at("commit").get<std::string>(), build_version().commit);
+    EXPECT_EQ(parsed.at("build").at("dirty").get<bool>(), build_version().dirty);
     EXPECT_EQ(klab_cli("list").exit_code, 0);
 }
 
