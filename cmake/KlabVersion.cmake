@@ -6,30 +6,59 @@
 # GPU machine may hold no .git, or a stale one. Without either, "unknown". An empty KLAB_GIT_COMMIT
 # (e.g. KLAB_GIT_COMMIT=$(cat a-missing-file)) counts as unset, and a commit with no letter or digit
 # left is "unknown": tuning records never name an empty version.
-# A named commit that the tree's .git holds is checked against the tree: where tracked files differ
-# from it and KLAB_GIT_DIRTY is not 1, the build stops rather than label the results "clean" with a
-# commit they were not built from (the mistake of naming the stale commit that `git rev-parse HEAD`
-# gives inside such a copy). A commit the .git does not hold (newer than a stale copy) is taken as
-# named.
+# A named commit that the tree's .git holds is checked against the tree, as git would see the tree
+# checked out at that commit (an index read from it, so that a copy's stale index does not count;
+# file modes ignored, as a copy may drop them): where files differ from it, or files that git does
+# not ignore are not in it, and KLAB_GIT_DIRTY is not 1, the build stops rather than label the
+# results "clean" with a commit they were not built from (the mistake of naming the stale commit
+# that `git rev-parse HEAD` gives inside such a copy). Such a commit is recorded as its full hash
+# (a branch name resolves). A commit the .git does not hold (newer than a stale copy) is taken as
+# named. Either way results/, which klab itself writes, does not count as a change.
+set(not_results -- . ":(exclude)results")
 if(NOT "$ENV{KLAB_GIT_COMMIT}" STREQUAL "")
   # Named by whoever copied the tree (a GPU machine's copy may hold no or a stale .git).
   set(commit "$ENV{KLAB_GIT_COMMIT}")
+  execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse -q --verify "${commit}^{commit}"
+    OUTPUT_VARIABLE resolved RESULT_VARIABLE known_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(known_status EQUAL 0)
+    set(commit "${resolved}")
+  endif()
   if("$ENV{KLAB_GIT_DIRTY}" STREQUAL "1")
     set(dirty true)
   else()
     set(dirty false)
-    execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse -q --verify "${commit}^{commit}"
-      RESULT_VARIABLE known_status OUTPUT_QUIET ERROR_QUIET)
     if(known_status EQUAL 0)
-      execute_process(COMMAND git -C "${SOURCE_DIR}" diff --name-only "${commit}" --
+      set(index "${OUTPUT}.git-index")
+      set(git_at_commit "${CMAKE_COMMAND}" -E env "GIT_INDEX_FILE=${index}" git -C "${SOURCE_DIR}" -c core.fileMode=false)
+      execute_process(COMMAND ${git_at_commit} read-tree "${commit}" RESULT_VARIABLE read_status ERROR_QUIET)
+      execute_process(COMMAND ${git_at_commit} diff --name-only ${not_results}
         OUTPUT_VARIABLE differing RESULT_VARIABLE diff_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-      if(diff_status EQUAL 0 AND NOT differing STREQUAL "")
+      execute_process(COMMAND ${git_at_commit} ls-files --others --exclude-standard ${not_results}
+        OUTPUT_VARIABLE untracked RESULT_VARIABLE others_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      file(REMOVE "${index}")
+      if(NOT read_status EQUAL 0 OR NOT diff_status EQUAL 0 OR NOT others_status EQUAL 0)
+        message(FATAL_ERROR "KLAB_GIT_COMMIT=$ENV{KLAB_GIT_COMMIT}: git could not compare this tree with that commit; "
+                            "set KLAB_GIT_DIRTY=1 to build it labelled as a modified tree.")
+      endif()
+      set(changed "")
+      if(NOT differing STREQUAL "")
         string(REPLACE "\n" ";" differing "${differing}")
-        list(LENGTH differing count)
-        list(SUBLIST differing 0 5 shown)
+        list(APPEND changed ${differing})
+      endif()
+      if(NOT untracked STREQUAL "")
+        string(REPLACE "\n" ";" untracked "${untracked}")
+        list(TRANSFORM untracked APPEND " (not in the commit)")
+        list(APPEND changed ${untracked})
+      endif()
+      list(LENGTH changed count)
+      if(count GREATER 0)
+        list(SUBLIST changed 0 5 shown)
         list(JOIN shown ", " shown)
-        message(FATAL_ERROR "KLAB_GIT_COMMIT=${commit}, but this tree differs from that commit in ${count} tracked "
-                            "file(s) (${shown}): set KLAB_GIT_COMMIT to the commit the tree was copied from (its hash "
+        if(count GREATER 5)
+          string(APPEND shown ", ...")
+        endif()
+        message(FATAL_ERROR "KLAB_GIT_COMMIT=$ENV{KLAB_GIT_COMMIT}, but this tree differs from that commit in ${count} "
+                            "file(s): ${shown}. Set KLAB_GIT_COMMIT to the commit the tree was copied from (its hash "
                             "on the machine that holds the repository: inside a copy with a stale .git, git rev-parse "
                             "HEAD names the stale commit), or KLAB_GIT_DIRTY=1 for a modified tree.")
       endif()
@@ -40,7 +69,7 @@ else()
     OUTPUT_VARIABLE commit RESULT_VARIABLE commit_status OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(commit_status EQUAL 0)
     # Untracked files count: a new kernels/*.cu is compiled in without being committed.
-    execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain
+    execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain ${not_results}
       OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(changes STREQUAL "")
       set(dirty false)

@@ -7,7 +7,7 @@ namespace klab {
 
 struct BuildVersion {
     const char* commit;  // full git SHA, or "unknown"
-    bool dirty;          // files differed from the commit, or files git does not ignore were untracked
+    bool dirty;          // files differed from the commit, or files git does not ignore were untracked (results/ aside)
 };
 
 BuildVersion build_version();

@@ -40,9 +40,10 @@
 // (box_span::warp_place: the first and the last tile of each strip, then the others), so that the
 // slower warps whose lanes reach past the row's ends start in the grid's first wave, not its last.
 // Odd strips walk up: walk row y is image row height - 1 - y, and the row pointers step by minus
-// the pitch. A strip and its neighbour below then read the 2 * ry + 1 rows they share at about the
-// same time (both at the ends of their walks, or both at their starts) rather than one at its start
-// and the other at its end, so that the second read is more often an L2 hit.
+// the pitch. A strip and its neighbour below then read the rows they share (2 * ry or 2 * ry + 2 of
+// them, alternately) at about the same time, both at the ends of their walks or both at their
+// starts, rather than one at its start and the other at its end, so that the second read is more
+// often an L2 hit.
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). Every border, 1/3/4 channels, AoS or SoA (one grid
 // layer per plane), any pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned),
@@ -294,7 +295,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     const std::ptrdiff_t in_pitch = up ? -static_cast<std::ptrdiff_t>(in.pitch_bytes) : static_cast<std::ptrdiff_t>(in.pitch_bytes);
     const std::ptrdiff_t out_pitch = up ? -static_cast<std::ptrdiff_t>(out.pitch_bytes) : static_cast<std::ptrdiff_t>(out.pitch_bytes);
     std::uint8_t* dst = out.row(image_row(y_begin), plane) + e;
-    // The interior's rows: pointers that step down a row at a time.
+    // The interior's rows: pointers that step along the walk a row at a time (down or up the image).
     const std::uint8_t* enter_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;  // the first rows' loads step it first
     const std::uint8_t* leave_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
     const auto load = [&](const std::uint8_t*& interior_row, int y) {

@@ -7,13 +7,20 @@ if(NOT GIT)
   message(FATAL_ERROR "git not found: this test builds a scratch repository with it")
 endif()
 set(script "${CMAKE_CURRENT_LIST_DIR}/../../cmake/KlabVersion.cmake")
-set(repo "${CMAKE_CURRENT_BINARY_DIR}/klab_version_test")
+# A scratch repository outside the source tree, whatever the working directory.
+if(DEFINED ENV{TMPDIR} AND IS_DIRECTORY "$ENV{TMPDIR}")
+  set(scratch "$ENV{TMPDIR}")
+else()
+  set(scratch "/tmp")
+endif()
+string(RANDOM LENGTH 8 tag)
+set(repo "${scratch}/klab_version_test_${tag}")
 set(output "${repo}-version.cpp")
 file(REMOVE_RECURSE "${repo}")
 file(MAKE_DIRECTORY "${repo}")
 
 function(git)
-  execute_process(COMMAND "${GIT}" -C "${repo}" -c user.name=klab -c user.email=klab@example.invalid ${ARGN}
+  execute_process(COMMAND "${GIT}" -C "${repo}" -c user.name=klab -c user.email=klab@example.invalid -c commit.gpgsign=false ${ARGN}
     RESULT_VARIABLE status OUTPUT_VARIABLE out OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_VARIABLE err)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "git ${ARGN} failed: ${err}")
@@ -50,7 +57,9 @@ function(expect_refused what needle)
   if(version_status EQUAL 0)
     message(FATAL_ERROR "${what}: the script succeeded, and should have stopped:\n${version_text}")
   endif()
-  string(FIND "${version_error}" "${needle}" at)
+  # CMake wraps a message's lines: compare with its whitespace runs as single spaces.
+  string(REGEX REPLACE "[ \t\r\n]+" " " error_text "${version_error}")
+  string(FIND "${error_text}" "${needle}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "${what}: the error does not say \"${needle}\":\n${version_error}")
   endif()
@@ -59,17 +68,25 @@ function(expect_refused what needle)
   endif()
 endfunction()
 
-# Two commits: the first with a.txt, the second with a.txt changed.
+# Two commits: the first with a.txt, an executable run.sh and results/r.json (klab's own output),
+# the second with a.txt changed and b.txt added; build/ is ignored.
 git(init -q)
+file(WRITE "${repo}/.gitignore" "build/\n")
 file(WRITE "${repo}/a.txt" "one\n")
-git(add a.txt)
+file(WRITE "${repo}/run.sh" "#!/bin/sh\n")
+file(CHMOD "${repo}/run.sh" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+file(WRITE "${repo}/results/r.json" "{}\n")
+git(add .gitignore a.txt run.sh results/r.json)
 git(commit -q -m first)
 git(rev-parse HEAD)
 set(first "${git_out}")
 file(WRITE "${repo}/a.txt" "two\n")
+file(WRITE "${repo}/b.txt" "new\n")
+git(add b.txt)
 git(commit -q -a -m second)
 git(rev-parse HEAD)
 set(second "${git_out}")
+git(branch -q named-branch)
 
 # From git, without the environment: HEAD, clean; then dirty once a tracked file changes.
 write_version(--unset=KLAB_GIT_COMMIT --unset=KLAB_GIT_DIRTY)
@@ -81,9 +98,32 @@ expect_version("KLAB_GIT_COMMIT at the tree's commit" "${second}" false)
 
 # Named: an older commit that this .git holds, the tree being another (a copy's stale HEAD).
 write_version(KLAB_GIT_COMMIT=${first} --unset=KLAB_GIT_DIRTY)
-expect_refused("KLAB_GIT_COMMIT of another commit" "differs from that commit in 1 tracked file(s) (a.txt)")
+expect_refused("KLAB_GIT_COMMIT of another commit" "differs from that commit in 2 file(s): a.txt, b.txt (not in the commit).")
 write_version(KLAB_GIT_COMMIT=${first} KLAB_GIT_DIRTY=1)
 expect_version("KLAB_GIT_COMMIT of another commit, KLAB_GIT_DIRTY=1" "${first}" true)
+
+# Named by a branch: recorded as the commit's hash.
+write_version(KLAB_GIT_COMMIT=named-branch --unset=KLAB_GIT_DIRTY)
+expect_version("KLAB_GIT_COMMIT a branch" "${second}" false)
+
+# What does not count: klab's own results/, a file mode a copy dropped, an ignored build folder.
+file(WRITE "${repo}/results/r.json" "{\"written\": \"by klab run\"}\n")
+file(CHMOD "${repo}/run.sh" PERMISSIONS OWNER_READ OWNER_WRITE)
+file(WRITE "${repo}/build/out.o" "object\n")
+write_version(KLAB_GIT_COMMIT=${second} --unset=KLAB_GIT_DIRTY)
+expect_version("results/ rewritten, a mode dropped, build/ written" "${second}" false)
+git(checkout -q -- run.sh)
+write_version(--unset=KLAB_GIT_COMMIT --unset=KLAB_GIT_DIRTY)
+expect_version("git, results/ rewritten" "${second}" false)
+
+# A copy whose .git holds the named commit but whose HEAD and index are an older one (a stale copy
+# of a newer tree): the tree is the named commit's, so it builds clean; HEAD would be refused.
+git(reset -q --mixed ${first})
+write_version(KLAB_GIT_COMMIT=${second} --unset=KLAB_GIT_DIRTY)
+expect_version("a stale index, the tree at the named commit" "${second}" false)
+write_version(KLAB_GIT_COMMIT=${first} --unset=KLAB_GIT_DIRTY)
+expect_refused("a stale index, HEAD named" "b.txt (not in the commit)")
+git(reset -q --mixed ${second})
 
 # Named: a commit this .git does not hold (newer than a stale copy): taken as named.
 write_version(KLAB_GIT_COMMIT=0123456789abcdef0123456789abcdef01234567 --unset=KLAB_GIT_DIRTY)
@@ -97,6 +137,22 @@ write_version(KLAB_GIT_COMMIT=${second} --unset=KLAB_GIT_DIRTY)
 expect_refused("KLAB_GIT_COMMIT of a modified tree" "KLAB_GIT_DIRTY=1 for a modified tree")
 write_version(KLAB_GIT_COMMIT=${second} KLAB_GIT_DIRTY=1)
 expect_version("KLAB_GIT_COMMIT of a modified tree, KLAB_GIT_DIRTY=1" "${second}" true)
+git(checkout -q -- a.txt)
+
+# A new file git does not ignore (a kernel not yet committed is compiled in): refused when named.
+file(WRITE "${repo}/new.cu" "int k;\n")
+write_version(KLAB_GIT_COMMIT=${second} --unset=KLAB_GIT_DIRTY)
+expect_refused("an untracked file" "in 1 file(s): new.cu (not in the commit)")
+write_version(--unset=KLAB_GIT_COMMIT --unset=KLAB_GIT_DIRTY)
+expect_version("git, an untracked file" "${second}" true)
+
+# More than five files: five named, and the list says it goes on.
+foreach(i RANGE 1 6)
+  file(WRITE "${repo}/extra${i}.txt" "${i}\n")
+endforeach()
+write_version(KLAB_GIT_COMMIT=${second} --unset=KLAB_GIT_DIRTY)
+expect_refused("seven files" "in 7 file(s): ")
+expect_refused("seven files" ", ...")
 
 file(REMOVE_RECURSE "${repo}")
 file(REMOVE "${output}")
