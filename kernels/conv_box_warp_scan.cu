@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(kWarp * 8, 3)
     const int image_end = min(image_begin + t.strip_rows, height);
     if (image_begin >= image_end) return;
     // Odd strips walk up: two neighbouring strips read the rows they share at about the same time
-    // (both at their ends, or both at their starts), so the second read finds them in L2.
+    // (both at their ends, or both at their starts), so the second read more often finds them in L2.
     const bool up = (strip & 1) != 0;
     const int y_begin = up ? height - image_end : image_begin;
     const int y_end = up ? height - image_begin : image_end;
