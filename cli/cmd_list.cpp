@@ -42,8 +42,7 @@ struct ListOptions {
 // of (any driver, any occupancy rule), and those of them with no record tuned on this build's
 // sources of the variant, which the lookup skips until they are tuned again.
 struct TunedOn {
-    std::string gpu;     // "NVIDIA H200"
-    std::string folder;  // "nvidia-h200", under the results directory
+    std::string gpu;  // "NVIDIA H200" (its folder under the results directory: autotune::gpu_slug)
     int classes = 0;
     std::vector<std::string> stale;  // class names, sorted
 };
@@ -51,6 +50,13 @@ struct TunedOn {
 struct TuningRecords {
     bool found = false;  // the results directory exists
     std::map<std::string, std::vector<TunedOn>> by_variant;
+
+    // The entries of one variant (none without records).
+    const std::vector<TunedOn>& of(const std::string& variant) const {
+        static const std::vector<TunedOn> kNone;
+        const auto entries = by_variant.find(variant);
+        return entries == by_variant.end() ? kNone : entries->second;
+    }
 };
 
 // The TunedOn entries of every variant with records under `results`. Unreadable caches are warned
@@ -71,7 +77,7 @@ TuningRecords tuning_records(const std::filesystem::path& results) {
     }
     for (const auto& [variant, gpus] : seen) {
         for (const auto& [gpu, classes] : gpus) {
-            TunedOn t{gpu, autotune::gpu_slug(gpu), static_cast<int>(classes.size()), {}};
+            TunedOn t{gpu, static_cast<int>(classes.size()), {}};
             for (const auto& [name, current] : classes) {
                 if (!current) t.stale.push_back(name);
             }
@@ -168,10 +174,7 @@ void print_text(const std::vector<Report>& reports, const TuningRecords& tuned, 
         fmt::print("\"tuned\": no results directory {} (run klab from the repository root, or give --results DIR), "
                    "so no variant has a record.\n", results);
     }
-    for (const Report& r : reports) {
-        const auto found = tuned.by_variant.find(r.variant->name());
-        print_report(r, found == tuned.by_variant.end() ? std::vector<TunedOn>{} : found->second, results);
-    }
+    for (const Report& r : reports) print_report(r, tuned.of(r.variant->name()), results);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +207,7 @@ Json report_json(const Report& r, const std::vector<TunedOn>& tuned) {
     Json tuned_json = Json::array();
     for (const TunedOn& t : tuned) {
         tuned_json.push_back({{"gpu", t.gpu},
-                              {"folder", t.folder},
+                              {"folder", autotune::gpu_slug(t.gpu)},
                               {"classes", t.classes},
                               {"current", t.classes - static_cast<int>(t.stale.size())},
                               {"stale_classes", t.stale}});
@@ -235,8 +238,7 @@ void print_json(const std::vector<Report>& reports, const TuningRecords& tuned, 
                           {"results_found", tuned.found}};
     std::set<Operation> ops;
     for (const Report& r : reports) {
-        const auto found = tuned.by_variant.find(r.variant->name());
-        out["variants"].push_back(report_json(r, found == tuned.by_variant.end() ? std::vector<TunedOn>{} : found->second));
+        out["variants"].push_back(report_json(r, tuned.of(r.variant->name())));
         ops.insert(r.variant->op());
     }
     for (Operation op : ops) out["probed"][to_string(op)] = probe_description(op);
