@@ -131,6 +131,28 @@
 // strips still do not pay: given 16 to 96 rows, the tuner kept 32 (122.9 us). The same change in
 // conv.box_warp_ring, whose leaving rows come from its ring, moved box9 and box3 by under 1% (74.5 ->
 // 74.2, 65.2 -> 65.3 us; with 16 to 96 rows: 74.0 -> 73.3, 64.9 -> 65.0): not taken there.
+// Whole pixels per lane, a variant built beside this one and not landed (H200, 2026-11-30;
+// scripts/gpu-experiment.sh, its conformance cases 485 of 485 passed in each form, klab tune on 8K
+// RGB AoS box3, box9 and box31 with strip heights 8 to 66 to choose from, then klab-bench, L2
+// flushed, medians of 5). Each lane held 16 pixels (48 bytes of RGB), so that a box row of up to 31
+// pixels reaches only the two neighbouring lanes: the row sums slide along the lane's own pixels,
+// S(i) = S(i - 3) + V(i + 3 rx) - V(i - 3 rx - 3), the far columns by one shuffle per word, the
+// first S from the lanes' partial column sums; no scan, no channel phase, 480 of the span's 512
+// pixels written. Its row loop is 0.25 instructions per output byte on box3 (365 per warp and row
+// for 1440 bytes) against this file's 0.55 on box31 and conv.box_warp_ring's 0.32 on box9. But V
+// and the next row's loads are 48 registers a lane. Its last form (the warps whose lanes all load
+// 16-byte pieces inside the row under the normalized box walking a loop of their own, the others
+// the general one) ran box3 / box9 / box31 at 81.0 / 90.2 / 126.6 us with 98 to 111 registers (16
+// warps per SM; 32x4 rows=11 for all three), and at 85.8 / 98.2 / 139.3 us capped at 80 (24 warps,
+// 24 to 100 bytes spilled; 32x2 rows=8), 135.7 on box31 capped at 96; against conv.box_warp_ring's
+// 65.0 / 74.3 and this file's 122 us on box31 (the first of those runs; the committed run: 122.70).
+// Nsight Compute on the first form (box3, clocks unlocked, 32x4 rows=17, 105 registers): 39.3 M
+// warp instructions, issue slots 37.5% busy, 21.6% achieved occupancy; stall samples on
+// fixed-latency dependencies 24% (the running sums' chains, with four warps per scheduler to hide
+// them), on global loads 18%, on instruction fetch 13%. The rows copied 3 steps ahead by cp.async
+// into per-warp rings in shared memory instead (coalesced 16-byte copies, the lane's 48 bytes read
+// back): the loads' stalls went, but 128 registers and 46.8 M instructions: 100.4 / 111.4 / 153.0
+// us.
 // The committed klab run at a4f2152 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.70 us at
 // 32x4 rows=32, 2.57x the copy floor (47.67 us; npp.box 16580 us: 135x faster), box9 96.64 us
 // (conv.box_warp_ring 74.29), box3 91.02 us; against 124.30 us on box31 in the run at 83880fa.
