@@ -146,13 +146,18 @@
 // warps per SM; 32x4 rows=11 for all three), and at 85.8 / 98.2 / 139.3 us capped at 80 (24 warps,
 // 24 to 100 bytes spilled; 32x2 rows=8), 135.7 on box31 capped at 96; against conv.box_warp_ring's
 // 65.0 / 74.3 and this file's 122 us on box31 (the first of those runs; the committed run: 122.70).
-// Nsight Compute on the first form (box3, clocks unlocked, 32x4 rows=17, 105 registers): 39.3 M
-// warp instructions, issue slots 37.5% busy, 21.6% achieved occupancy; stall samples on
-// fixed-latency dependencies 24% (the running sums' chains, with four warps per scheduler to hide
-// them), on global loads 18%, on instruction fetch 13%. The rows copied 3 steps ahead by cp.async
-// into per-warp rings in shared memory instead (coalesced 16-byte copies, the lane's 48 bytes read
-// back): the loads' stalls went, but 128 registers and 46.8 M instructions: 100.4 / 111.4 / 153.0
-// us.
+// Nsight Compute on it (box31, clocks unlocked, 32x4 rows=11, 111 registers): 65.0 M warp
+// instructions against this file's 72.9 M, issue slots 49% busy, 22.9% achieved occupancy, stall
+// samples on global loads 26% and on fixed-latency dependencies 24%; the row loop (394 instructions
+// per warp and row) is 36% of the instructions, the strips' first rows (31 rows summed before each
+// 11 output rows) 16%, the edge warps' byte-by-byte loads 10.5%: at this strip height the first
+// rows take back much of what the row loop saves. Nsight Compute on the first form (box3, clocks
+// unlocked, 32x4 rows=17, 105 registers): 39.3 M warp instructions, issue slots 37.5% busy, 21.6%
+// achieved occupancy; stall samples on fixed-latency dependencies 24% (the running sums' chains,
+// with four warps per scheduler to hide them), on global loads 18%, on instruction fetch 13%. The
+// rows copied 3 steps ahead by cp.async into per-warp rings in shared memory instead (coalesced
+// 16-byte copies, the lane's 48 bytes read back): the loads' stalls went, but 128 registers and
+// 46.8 M instructions: 100.4 / 111.4 / 153.0 us.
 // The committed klab run at a4f2152 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.70 us at
 // 32x4 rows=32, 2.57x the copy floor (47.67 us; npp.box 16580 us: 135x faster), box9 96.64 us
 // (conv.box_warp_ring 74.29), box3 91.02 us; against 124.30 us on box31 in the run at 83880fa.
