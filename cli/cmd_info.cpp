@@ -45,13 +45,13 @@ void run_info(const InfoOptions& options) {
         // A missing index is an error even here: a script asking about device 7 must not read "no device".
         query.devices = requested_devices(parse_device_request(options.device), query, std::getenv("CUDA_VISIBLE_DEVICES"));
     }
-    const BuildVersion version = build_version();
 #if defined(KLAB_HAVE_NPP)
     const bool npp = true;
 #else
     const bool npp = false;
 #endif
     if (options.json) {
+        const BuildVersion version = build_version();
         nlohmann::json out = {{"build",
                                {{"commit", version.commit},
                                 {"dirty", version.dirty},
