@@ -29,7 +29,8 @@ TEST(OpsVariants, AreRegisteredForTheirOps) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::integral);
     }
     for (const char* name :
-         {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan", "conv.box_warp_ring"}) {
+         {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan", "conv.box_warp_ring",
+          "conv.box_pixel_lanes"}) {
         EXPECT_EQ(Registry::instance().get(name).op(), Operation::convolve);
     }
 }
@@ -52,7 +53,8 @@ TEST(OpsVariants, SupportEveryFormatAndBorderWithTheirDefaultShape) {
 }
 
 TEST(OpsVariants, BoxVariantsTakeFlatMasksOnlyAndSayWhy) {
-    for (const char* name : {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan"}) {
+    for (const char* name :
+         {"conv.box_integral", "conv.box_running_sums", "conv.box_sliding_sums", "conv.box_warp_scan", "conv.box_pixel_lanes"}) {
         SCOPED_TRACE(name);
         const Variant& variant = Registry::instance().get(name);
         const ImageShape image{64, 48, 3, Layout::aos};
@@ -341,6 +343,42 @@ TEST(OpsVariants, BoxWarpRingTilesGridAndRing) {
             EXPECT_LE(launch.grid.z, 65535u);
         }
     }
+}
+
+// conv.box_pixel_lanes: 16 whole pixels a lane, lanes 1 ... 30 write (480 pixels a tile), a warp per
+// tile and strip, shared memory of 2 KB per warp and byte of the pixel; every box, but not RGBA AoS
+// (64 bytes a lane), which is refused with the reason.
+TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
+    const Variant& variant = Registry::instance().get("conv.box_pixel_lanes");
+    const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
+    const LaunchShape walk33{32, 8, {{"rows", 33}}};
+    ASSERT_TRUE(variant.check_shape(rgb31, walk33));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 8, {{"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"rows", 33}}}));
+    // 16 tiles of 480 pixels, 131 strips of 33 rows: 2096 warps (one wave of 16 warps on each of 132
+    // SMs) in blocks of 8; 48 KB of shared memory per block.
+    const std::vector<KernelLaunch> k = variant.kernels(rgb31, walk33);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].grid.x, 16u * 131u / 8u);
+    EXPECT_EQ(k[0].grid.z, 1u);
+    EXPECT_EQ(k[0].dynamic_shared_bytes, 8u * 3u * 32u * 16u * 4u);
+    // The tallest strips that leave 16 warps per SM on 132 SMs: 24 rows (2880 warps; 33 would give 2096).
+    EXPECT_EQ(variant.default_shape(rgb31).parameter("rows"), 24);
+    // Gray: 4 tiles of 1920 pixels; a small image takes the shortest strips; SoA planes are layers.
+    const Problem gray5 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(5), Border{});
+    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
+    const Problem soa = convolve_problem({300, 70, 3, Layout::soa}, masks::box(5), Border{});
+    EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 8);
+    EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 3u);
+    for (const Mask& mask : {masks::box(1), masks::box(31), Mask(31, 3, std::vector<float>(93, 2.0f), "twos31x3")}) {
+        EXPECT_TRUE(variant.supports(convolve_problem({64, 48, 3, Layout::aos}, mask, Border{}))) << mask.name();
+        EXPECT_TRUE(variant.supports(convolve_problem({64, 48, 4, Layout::soa}, mask, Border{}))) << mask.name();
+        const Support refused = variant.supports(convolve_problem({64, 48, 4, Layout::aos}, mask, Border{}));
+        EXPECT_FALSE(refused) << mask.name();
+        EXPECT_NE(refused.reason().find("RGBA AoS: 16 pixels a lane would be 64 bytes"), std::string::npos) << refused.reason();
+    }
+    EXPECT_EQ(variant.scratch_bytes(rgb31, walk33), 0u);
 }
 
 TEST(OpsVariants, GridsStayWithinTheLimitsOnTheLargestImages) {

@@ -1,8 +1,8 @@
 // The exact test of the box variants (kExactBoxVariants): every border, box sizes from 1x1 to 31x31
 // (those a variant takes, where it does not take every box) and boxes whose coefficient is not 1/n,
 // compared element for element with the CPU reference; and conv.box_sliding_sums,
-// conv.box_warp_scan and conv.box_warp_ring with every launch shape of their tuning spaces on
-// images of several tiles.
+// conv.box_warp_scan, conv.box_warp_ring and conv.box_pixel_lanes with every launch shape of their
+// tuning spaces on images of several tiles.
 #include <gtest/gtest.h>
 
 #include "autotune/search_space.hpp"
@@ -121,9 +121,22 @@ std::size_t expect_every_shape_exact(const char* name) {
     // rows a strip copies ahead (conv.box_warp_ring), and ends at the image's last row.
     cases.emplace_back(Image{{1000, 321, 3, Layout::aos}, PitchKind::allocator}, flat_mask(9, 1, 1.0f / 9, "box9x1"));
     const std::vector<Border> borders = all_borders();
+    std::vector<Border> case_borders;
+    for (std::size_t k = 0; k < cases.size(); ++k) case_borders.push_back(borders[k % borders.size()]);
+    // Widths of whole 16-pixel groups on aligned rows, under the borders whose lanes outside the row
+    // conv.box_pixel_lanes fills from 16-byte loads (its edge tiles' fast walk): the row's end pixel
+    // repeated, the other end, the value. 1008 and 1040 pixels end inside a tile, so that lanes lie
+    // past the one right of the row too.
+    const Image whole_groups[] = {{{1008, 80, 3, Layout::aos}, PitchKind::allocator}, {{1040, 70, 1, Layout::aos}, PitchKind::allocator}};
+    for (const Image& image : whole_groups)
+        for (const Mask& mask : {masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5")})
+            for (const Border& border : {Border{BorderMode::replicate, 0}, Border{BorderMode::wrap, 0}, Border{BorderMode::constant, 77}}) {
+                cases.emplace_back(image, mask);
+                case_borders.push_back(border);
+            }
     std::size_t n = 0, shapes_run = 0;
     for (const auto& [image, mask] : cases) {
-        const Border border = borders[n++ % borders.size()];
+        const Border border = case_borders[n++];
         const Problem problem = convolve_problem(image.shape, mask, border);
         if (!takes_every_box(name) && !variant.supports(problem)) continue;
         const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
@@ -157,13 +170,19 @@ TEST(BoxSlidingSumsShapes, EveryShapeOfTheTuningSpaceIsExact) {
 // conv.box_warp_scan: warps and strip rows (9 shapes, all of which fit every case).
 TEST(BoxWarpScanShapes, EveryShapeOfTheTuningSpaceIsExact) {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
-    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 13u * 9u);
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_scan"), 25u * 9u);
 }
 
 // conv.box_warp_ring: warps and strip rows (9 shapes) on the boxes it takes (box 31 is not one).
 TEST(BoxWarpRingShapes, EveryShapeOfTheTuningSpaceIsExact) {
     if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
-    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_ring"), 10u * 9u);
+    EXPECT_EQ(expect_every_shape_exact("conv.box_warp_ring"), 16u * 9u);
+}
+
+// conv.box_pixel_lanes: warps and strip rows (27 shapes) on every case (none is RGBA AoS).
+TEST(BoxPixelLanesShapes, EveryShapeOfTheTuningSpaceIsExact) {
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device found";
+    EXPECT_EQ(expect_every_shape_exact("conv.box_pixel_lanes"), 25u * 27u);
 }
 
 std::string box_case_name(const ::testing::TestParamInfo<OpParam>& param) {

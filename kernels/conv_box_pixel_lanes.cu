@@ -1,0 +1,587 @@
+// conv.box_pixel_lanes — box filter of any odd size up to 31x31 by exact integer sums, a warp per
+// span of 512 pixels, 16 whole pixels per lane: the box's row never reaches past the two
+// neighbouring lanes, so the row sums slide along each lane's own pixels with no warp scan.
+//
+// Technique: out = round(m * S), S the integer sum under the box (kernels/box_sums.hpp), and S
+// separates into column sums V (the box's height) summed along the row (its width). A warp owns a
+// span of 512 pixels of a stored row, 16 consecutive pixels per lane (16 * E bytes: one, or for
+// RGB three, 16-byte loads), and writes the 480 pixels of lanes 1 to 30, walking down a strip of
+// `rows` rows (tuned; every other strip walks up, as in conv.box_warp_scan):
+//   columns: V slides down one row at a time in registers, two to a 32-bit word (16-bit lanes:
+//            V <= 31 * 255 < 2^16), one load of the entering row and one of the leaving row (read
+//            2 * ry + 1 rows earlier: an L1 or L2 hit) per 16 bytes, the next row's loads issued
+//            before this row's sums are worked out; a strip's first 2 ry + 1 rows two at a time;
+//   rows:    along each channel, S(i) = S(i - E) + V(i + rx * E) - V(i - (rx + 1) * E), element by
+//            element. As rx <= 15 < 16 pixels, the entering column lies in this lane or the next
+//            one, the leaving column in this lane or the one before: a shuffle per word taken from
+//            a neighbour (at most 2 * rx * E / 2 + 2 of them), and the difference of the two words
+//            in one add per word (both 16-bit halves biased by 2^15, so that none borrows from the
+//            other). The first S of each channel is the sum of V over the previous lane's last
+//            rx + 1 pixels and this lane's first rx: each lane adds its words in 16-bit lanes, a
+//            word per channel phase, and shuffles its suffix's sums to the lane after it;
+//   out:     the normalized box rounds with one multiply-high (the half added into the first S);
+//            other coefficients take the exact integer form of the reference's rounding
+//            (kernels/box_sums.hpp proves both exact), out of line. The lanes' 16-byte pieces lie
+//            16E bytes apart, so the fast walk stages a row's output in shared memory and the warp
+//            stores it 512 consecutive bytes at a time (each store instruction writing whole
+//            32-byte sectors, not halves of many).
+// What it adds over conv.box_warp_scan (16 bytes a lane, whatever the pixel: a box row of up to 93
+// bytes crosses up to 6 lanes, so its row sums need a warp scan of per-channel prefixes, carried
+// in 21-bit fields selected by each lane's channel phase, and two shuffles per output byte, 228
+// instructions per warp and row for 416 output bytes): the lane holds whole pixels, so no phase and
+// no scan, a shuffle per 16-bit pair instead of two per byte, and 480 of the span's 512 pixels are
+// output (6.7% of the reads are halo instead of 19%): 405 instructions per warp and row for 1440
+// output bytes, 0.28 per byte against the scan's 0.55.
+// Borders: rows outside the image mapped per row (strips away from the top and bottom take a copy
+// of the walk that steps row pointers instead). Where the width is a multiple of 16 pixels and rows
+// are 16-byte aligned, the lanes wholly outside the row also load 16 bytes at a time under a
+// replicate, wrap or constant border (EdgeLane: the row's end pixel repeated by byte permutes, the
+// row's other end, the border's value), so that the edge tiles walk as fast as the others. Else
+// (reflect, mirror, other widths or pitches) the lanes whose bytes reach outside the row read byte
+// by byte from offsets the border rule gives, worked out once per warp into shared memory (as
+// conv.box_warp_scan does, kernels/box_span.hpp).
+// Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
+// value; others are refused with that reason). 1 or 3 bytes per pixel: gray, RGB AoS and every SoA
+// plane; RGBA AoS is refused (16 pixels a lane would be 64 bytes: V and the next row's loads would
+// need more registers than the kernel's 128; conv.box_warp_scan takes it). Every border, any
+// pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned), at most 128 registers
+// (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel.
+// Measured on an NVIDIA H200 (device runs of 2026-11-30: klab tune on the 8K RGB AoS box classes,
+// then klab-bench, L2 flushed, medians of 5; the committed run in results/nvidia-h200/ has the
+// current figures): 8K RGB AoS replicate box3 61.1 us (32x2 rows=17), box9 75.1 us (32x2 rows=11),
+// box31 103.4 us (32x8 rows=17), against conv.box_warp_ring's 64.6 and 74.1 and
+// conv.box_warp_scan's 122 in the same run.
+// Nsight Compute on box31 before the stores were staged (119 us, clocks unlocked): 35.1 M warp
+// instructions (conv.box_warp_scan: 72.9 M), 118 registers (25% theoretical occupancy), issue
+// slots only 28% busy, 53% of the stall samples on global loads, and 274 MB through DRAM for the
+// 199 MB the filter must move: the half-sector writes of the unstaged stores. Staging them took
+// box31 from 119.2 to 103.4 us, box9 from 89.7 to 75.1 and box3 from 78.3 to 61.1 (same run).
+// Tried and dropped (same kind of runs): the entering rows prefetched into the L2 two or four rows
+// ahead (one cp.async.bulk.prefetch of the warp's span per row, the strip's first rows a lane each)
+// with the leaving rows loaded evict-first: no faster (box31 126.6 us against 122.3 without, before
+// the stores were staged); at 80 registers (3 blocks of 8 warps per SM) the row loop spills: box31
+// 136.3 us against 119.3. The first form of this variant walked the edge tiles byte by byte for
+// every row: they issued 37% of the instructions (65.0 M on box31, 126.6 us; see conv.box_warp_scan).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/kernel_launch.hpp"
+#include "harness/mask.hpp"
+#include "harness/row_stream.hpp"
+#include "harness/variant.hpp"
+#include "kernels/box_span.hpp"
+#include "kernels/box_sums.hpp"
+
+namespace klab {
+namespace {
+
+using box_span::bordered_row;
+using box_span::byte_pair;
+using box_span::column_sources;
+using box_span::kFullMask;
+using box_span::kLaneBytes;
+using box_span::kWarp;
+using box_span::pack_bytes;
+using box_span::rounded_word;
+using box_span::slide_columns;
+using box_span::span_bytes;
+using box_span::store_span_bytes;
+using box_span::warp_place;
+using box_sums::box_support;
+using box_sums::planes_of;
+using box_sums::rounding_of;
+using box_sums::Rounding;
+
+constexpr int kLanePixels = 16;                      // pixels per lane: rx <= 15 reaches one lane each way
+constexpr int kTilePixels = (kWarp - 2) * kLanePixels;  // 480: lanes 1 to 30 write, lanes 0 and 31 are halo
+constexpr int kMaxRadius = kLanePixels - 1;
+constexpr std::uint32_t kBias = 0x80008000u;  // 2^15 in each 16-bit half: V(enter) - V(leave) + 2^15 >= 0
+// Strip heights to tune among: a grid of 16 tiles (8K) fills the 16 warps per SM of 132 SMs in one
+// wave at 33 rows (two waves: 17, three: 11); the tuner picks per GPU and size.
+constexpr std::array<int, 9> kStripRows = {8, 11, 16, 17, 22, 24, 33, 48, 66};
+
+// How a launch divides the image, the same for every warp.
+struct Tiling {
+    int tiles;       // warps per stored row
+    int strip_rows;  // output rows each warp walks down
+    int strips;      // strips of the image
+    int ry;          // the box's vertical radius
+};
+
+// Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16 bytes
+// of it; the fast walk stages two rows of its output (2 x 512E bytes) in the same space.
+std::size_t shared_bytes(int stride, const LaunchShape& shape) {
+    return static_cast<std::size_t>(shape.block_y) * stride * kWarp * kLaneBytes * sizeof(int);
+}
+
+Tiling tiling_of(int width, int height, int ry, int strip_rows) {
+    Tiling t{};
+    t.ry = ry;
+    t.tiles = static_cast<int>(grid_side(width, kTilePixels));
+    t.strips = static_cast<int>(grid_side(height, strip_rows));
+    t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The row sums
+
+// Word w of the lane's column sums V (elements 2w and 2w + 1 in its low and high half), held as E
+// rows of 8 words (word w = v[w / 8][w % 8], the 16-byte piece w / 8).
+template <int E>
+__device__ __forceinline__ std::uint32_t word_of(const std::uint32_t (&v)[E][8], int w) {
+    return v[w / 8][w % 8];
+}
+
+// Word k of the elements from this lane's first onward, k >= 8E in the next lane (its word k - 8E).
+template <int E>
+__device__ __forceinline__ std::uint32_t ahead_word(const std::uint32_t (&v)[E][8], int k) {
+    return k < 8 * E ? word_of<E>(v, k) : __shfl_down_sync(kFullMask, word_of<E>(v, k - 8 * E), 1);
+}
+
+// Word k of the elements from this lane's first onward, k < 0 in the previous lane (its word k + 8E).
+template <int E>
+__device__ __forceinline__ std::uint32_t behind_word(const std::uint32_t (&v)[E][8], int k) {
+    return k >= 0 ? word_of<E>(v, k) : __shfl_up_sync(kFullMask, word_of<E>(v, k + 8 * E), 1);
+}
+
+// The pair of elements (2w + offset, 2w + offset + 1) from words `low` and `high` (those of
+// element 2w + offset rounded down to a word, and the word after it).
+template <int Offset>
+__device__ __forceinline__ std::uint32_t pair_at(std::uint32_t low, std::uint32_t high) {
+    if constexpr (Offset % 2 == 0) {
+        return low;
+    } else {
+        return __byte_perm(low, high, 0x5432u);  // the high half of `low`, the low half of `high`
+    }
+}
+
+// The sums of V over the lane's elements [Begin, End), per channel: words added in 16-bit lanes,
+// one accumulator per word phase (words E apart hold the same channels; at most 8 words each, so
+// a half sums at most 8 * 7905 < 2^16), the half words at the range's ends on their own.
+template <int E, int Begin, int End>
+__device__ __forceinline__ void channel_sums(const std::uint32_t (&v)[E][8], std::uint32_t (&sums)[E]) {
+    std::uint32_t phase[E];
+    std::uint32_t loose[E];
+#pragma unroll
+    for (int c = 0; c < E; ++c) phase[c] = 0u, loose[c] = 0u;
+#pragma unroll
+    for (int w = 0; w < 8 * E; ++w) {
+        const int low = 2 * w, high = 2 * w + 1;
+        const bool has_low = low >= Begin && low < End, has_high = high >= Begin && high < End;
+        if (has_low && has_high) {
+            phase[w % E] += word_of<E>(v, w);
+        } else if (has_low) {
+            loose[low % E] += word_of<E>(v, w) & 0xffffu;
+        } else if (has_high) {
+            loose[high % E] += word_of<E>(v, w) >> 16;
+        }
+    }
+    // Word phase r holds channel 2r mod E in its low half and 2r + 1 mod E in its high half.
+#pragma unroll
+    for (int c = 0; c < E; ++c) sums[c] = loose[c];
+#pragma unroll
+    for (int r = 0; r < E; ++r) {
+        sums[(2 * r) % E] += phase[r] & 0xffffu;
+        sums[(2 * r + 1) % E] += phase[r] >> 16;
+    }
+}
+
+// The lane's 16E output bytes of one row, given V: S slid along each channel from the sum over the
+// previous lane's last rx + 1 pixels and this lane's first rx, rounded, four bytes to a word, each
+// 16 bytes handed to store(piece, bytes) as soon as they are done.
+template <int E, int Rx, bool Normalized, class Store>
+__device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], const Rounding& rounding, const Store& store) {
+    constexpr int kWords = 8 * E;
+    constexpr int kLead = Rx * E;           // elements from an output to its box's entering column
+    constexpr int kTrail = (Rx + 1) * E;    // and back to the column that leaves
+    std::uint32_t before[E], after[E];
+    channel_sums<E, 0, Rx * E>(v, after);                        // this lane's first rx pixels
+    channel_sums<E, (kLanePixels - 1 - Rx) * E, 16 * E>(v, before);  // its last rx + 1, for the next lane
+    std::uint32_t s[E];
+#pragma unroll
+    for (int c = 0; c < E; ++c) s[c] = __shfl_up_sync(kFullMask, before[c], 1) + after[c] + (Normalized ? rounding.half : 0u);
+
+    // The entering pair of word w: words w + kLead / 2 (and the one after it, kLead odd) of the
+    // elements from this lane's first on; the leaving pair: words w - kTrailWord (and the one after
+    // it, kTrail odd), kTrailWord = ceil(kTrail / 2). With an odd offset each word serves two pairs:
+    // it is carried to the next w, so that every neighbour's word is shuffled once.
+    constexpr int kLeadWord = kLead / 2;
+    constexpr int kTrailWord = (kTrail + 1) / 2;
+    std::uint32_t enter_low = ahead_word<E>(v, kLeadWord);
+    std::uint32_t leave_low = behind_word<E>(v, -kTrailWord);
+    std::uint32_t bytes[4];
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+        std::uint32_t enter = enter_low, leave = leave_low;
+        if constexpr (kLead % 2 == 1) {
+            const std::uint32_t enter_high = ahead_word<E>(v, w + kLeadWord + 1);
+            enter = pair_at<kLead>(enter_low, enter_high);
+            enter_low = enter_high;
+        } else if (w + 1 < kWords) {
+            enter_low = ahead_word<E>(v, w + 1 + kLeadWord);
+        }
+        if constexpr (kTrail % 2 == 1) {
+            const std::uint32_t leave_high = behind_word<E>(v, w - kTrailWord + 1);
+            leave = pair_at<kTrail>(leave_low, leave_high);
+            leave_low = leave_high;
+        } else if (w + 1 < kWords) {
+            leave_low = behind_word<E>(v, w + 1 - kTrailWord);
+        }
+        const std::uint32_t difference = enter + kBias - leave;  // each half: V(enter) - V(leave) + 2^15
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int element = 2 * w + h;
+            const int channel = element % E;
+            s[channel] += (h ? difference >> 16 : difference & 0xffffu) - 0x8000u;
+            bytes[element % 4] = Normalized ? __umulhi(s[channel], rounding.inverse) : s[channel];
+            if (element % 4 == 3) {
+                words[element / 4 % 4] = Normalized ? pack_bytes(bytes[0], bytes[1], bytes[2], bytes[3])
+                                                    : rounded_word(bytes[0], bytes[1], bytes[2], bytes[3], rounding);
+                if (element % 16 == 15) store(element / 16, make_uint4(words[0], words[1], words[2], words[3]));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+
+// A lane of the fast walk whose 16 pixels lie outside the row (the image's width a multiple of 16,
+// so no lane straddles its end): under replicate, wrap and constant borders its bytes come from
+// 16-byte loads too. Wrap: the row's other end (`offset` moved by a row). Replicate: the pixel at
+// the row's end, repeated: for RGB three words (p0 p1 p2 p0, p1 p2 p0 p1, p2 p0 p1 p2) made by
+// byte permutes of the loaded word that holds it. Constant: the border's value. Only the edge tiles
+// have such lanes; the fix runs in a warp-uniform branch that the inner warps skip.
+struct EdgeLane {
+    bool edge_warp;         // some lane of the warp is outside the row
+    bool repeat;            // this lane's bytes are one pixel (or the constant's byte) repeated
+    bool last_word;         // the pixel is in the last loaded word (right end), else the first
+    bool splat;             // the constant border's value, not a loaded pixel
+    std::uint32_t select[3];  // byte selectors of the three repeated words
+};
+
+template <int E>
+__device__ __forceinline__ void repeat_pixel(uint4 (&bytes)[E], const EdgeLane& edge, std::uint32_t value_word) {
+    if (!edge.repeat) return;
+    const std::uint32_t word = edge.splat ? value_word : (edge.last_word ? bytes[E - 1].w : bytes[0].x);
+    const std::uint32_t a = __byte_perm(word, 0u, edge.select[0]);
+    if constexpr (E == 1) {
+        bytes[0] = make_uint4(a, a, a, a);
+    } else {
+        const std::uint32_t b = __byte_perm(word, 0u, edge.select[1]), c = __byte_perm(word, 0u, edge.select[2]);
+        bytes[0] = make_uint4(a, b, c, a);
+        bytes[1] = make_uint4(b, c, a, b);
+        bytes[2] = make_uint4(c, a, b, c);
+    }
+}
+
+// A row's 16E bytes at the lane's place, piece by piece (span_bytes: one 16-byte load each, or the
+// bordered bytes).
+template <int E>
+__device__ __forceinline__ void load_pieces(const std::uint8_t* row, int e, bool vector, const int* sources, Border border, uint4 (&bytes)[E]) {
+#pragma unroll
+    for (int k = 0; k < E; ++k) bytes[k] = span_bytes(row, e + kLaneBytes * k, vector, sources + kWarp * kLaneBytes * k, border);
+}
+
+// V += a + b (a strip's first rows, where nothing leaves yet), two bytes per 16-bit lane.
+template <int E>
+__device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[E][8], const uint4 (&a)[E], const uint4 (&b)[E]) {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w) v[k][w] = v[k][w] + byte_pair(a[k], w) + byte_pair(b[k], w);
+    }
+}
+
+// A warp's walk along its strip, walk rows [y_begin, y_end): image rows y_begin ... (down) or
+// height - 1 - y_begin ... (up; the same walk over the image read bottom to top). Compiled three
+// times: Fast (every lane's 16 pixels inside the row, rows aligned, the normalized box: one 16-byte
+// load and store per 16 bytes, nothing else in the loop), with Interior (rows stepped by a pointer)
+// or not (rows mapped by the border rule); and the general walk for the rest (the bordered lanes'
+// bytes, both roundings), whose registers the fast walks do not pay for.
+template <int E, int Rx, bool Interior, bool Fast, bool EdgeWarp = false>
+__device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
+                                           Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,
+                                           int e, int offset, const EdgeLane& edge, bool vector, const int* sources, uint4* stage, bool output_lane,
+                                           bool up) {
+    const int row_bytes = in.shape.width * E;
+    const bool out_vector = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0 && e + kLaneBytes * E <= row_bytes;
+    const int last = in.shape.height - 1;
+    const auto image_row = [&](int y) { return up ? last - y : y; };
+    const std::ptrdiff_t in_pitch = up ? -static_cast<std::ptrdiff_t>(in.pitch_bytes) : static_cast<std::ptrdiff_t>(in.pitch_bytes);
+    const std::ptrdiff_t out_pitch = up ? -static_cast<std::ptrdiff_t>(out.pitch_bytes) : static_cast<std::ptrdiff_t>(out.pitch_bytes);
+    std::uint8_t* dst = out.row(image_row(y_begin), plane) + e;
+    // The interior's rows: pointers that step along the walk a row at a time (down or up the image).
+    const std::uint8_t* enter_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
+    const std::uint8_t* leave_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
+    const int lane = static_cast<int>(threadIdx.x);
+    const int span_e = __shfl_sync(kFullMask, e, 0);  // the span's first byte of the row (lane 0's)
+    const auto load = [&](const std::uint8_t*& interior_row, int y, uint4(&bytes)[E]) {
+        const std::uint8_t* row = Interior ? interior_row : bordered_row(in, plane, image_row(y), border.mode);
+        if constexpr (Interior) interior_row += in_pitch;
+        if constexpr (Fast) {
+            const std::uint32_t splat = border.value * 0x01010101u;
+            if (!Interior && row == nullptr) {  // a constant border's row outside the image
+#pragma unroll
+                for (int k = 0; k < E; ++k) bytes[k] = make_uint4(splat, splat, splat, splat);
+                return;
+            }
+#pragma unroll
+            for (int k = 0; k < E; ++k) bytes[k] = __ldg(reinterpret_cast<const uint4*>(row + offset + kLaneBytes * k));
+            if constexpr (EdgeWarp) repeat_pixel<E>(bytes, edge, splat);
+        } else {
+            load_pieces<E>(row, e, vector, sources, border, bytes);
+        }
+    };
+
+    // V of the row before the strip's first: the sum of its 2 ry + 1 rows y_begin - ry - 1 ...
+    // y_begin + ry - 1, the first alone, then kBatch rows at a time (RGB: six 16-byte loads in
+    // flight; gray: eight rows, eight loads), the rest two at a time.
+    constexpr int kBatch = E == 1 ? 8 : 2;
+    std::uint32_t v[E][8];
+    int y_first = y_begin - t.ry - 1;
+    const int first_end = y_begin + t.ry;
+    {
+        uint4 row_in[E];
+        load(enter_row, y_first++, row_in);
+#pragma unroll
+        for (int k = 0; k < E; ++k) {
+#pragma unroll
+            for (int w = 0; w < 8; ++w) v[k][w] = byte_pair(row_in[k], w);
+        }
+    }
+    for (; y_first + kBatch <= first_end; y_first += kBatch) {
+        uint4 rows_in[kBatch][E];
+#pragma unroll
+        for (int r = 0; r < kBatch; ++r) load(enter_row, y_first + r, rows_in[r]);
+#pragma unroll
+        for (int r = 0; r < kBatch; r += 2) add_two_rows<E>(v, rows_in[r], rows_in[r + 1]);
+    }
+    if constexpr (kBatch > 2) {
+        for (; y_first < first_end; y_first += 2) {
+            uint4 a[E], b[E];
+            load(enter_row, y_first, a);
+            load(enter_row, y_first + 1, b);
+            add_two_rows<E>(v, a, b);
+        }
+    }
+
+    uint4 enter[E], leave[E];
+    load(enter_row, y_begin + t.ry, enter);
+    load(leave_row, y_begin - t.ry - 1, leave);
+    for (int y = y_begin; y < y_end; ++y, dst += out_pitch) {
+#pragma unroll
+        for (int k = 0; k < E; ++k) slide_columns(v[k], enter[k], leave[k]);
+        if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
+            load(enter_row, y + 1 + t.ry, enter);
+            load(leave_row, y - t.ry, leave);
+        }
+        if constexpr (Fast) {
+            // The lanes' pieces lie 16E bytes apart: stored as they are, each store instruction of
+            // the warp would write half of many 32-byte sectors. Staged in shared memory (two
+            // buffers: a row's writes never meet the last row's reads), the warp stores 512
+            // consecutive bytes at a time: piece q * 32 + lane of the span.
+            uint4* const buffer = stage + (y & 1) * kWarp * E;
+            row_bytes_of<E, Rx, true>(v, rounding, [&](int k, uint4 bytes) { buffer[E * lane + k] = bytes; });
+            __syncwarp();
+            std::uint8_t* const span_dst = dst + (span_e - e);
+#pragma unroll
+            for (int q = 0; q < E; ++q) {
+                const int byte = kLaneBytes * (kWarp * q + lane);  // in the span: lanes 1 to 30's, inside the row
+                if (byte >= kLaneBytes * E && byte < kLaneBytes * E * (kWarp - 1) && span_e + byte + kLaneBytes <= row_bytes) {
+                    __stcs(reinterpret_cast<uint4*>(span_dst + byte), buffer[kWarp * q + lane]);  // streaming: not read again
+                }
+            }
+        } else {
+            const auto store = [&](int k, uint4 bytes) {
+                if (output_lane) store_span_bytes(dst + kLaneBytes * k, bytes, e + kLaneBytes * k, row_bytes, out_vector);
+            };
+            if (rounding.normalized) {
+                row_bytes_of<E, Rx, true>(v, rounding, store);
+            } else {
+                row_bytes_of<E, Rx, false>(v, rounding, store);
+            }
+        }
+    }
+}
+
+template <int E, int Rx>
+__global__ void __launch_bounds__(kWarp * 8, 2)
+    conv_box_pixel_lanes_kernel(ImageView<const std::uint8_t> in, ImageView<std::uint8_t> out, Border border, Rounding rounding, Tiling t) {
+    const int lane = static_cast<int>(threadIdx.x);
+    const int warp = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y);
+    const auto [strip, tile] = warp_place(warp, t.tiles, t.strips);  // edge tiles first
+    if (strip >= t.strips) return;  // the last block's spare warps (no block barrier follows)
+    const int plane = static_cast<int>(blockIdx.z);
+    const int height = in.shape.height;
+    const int image_begin = strip * t.strip_rows;
+    const int image_end = min(image_begin + t.strip_rows, height);
+    if (image_begin >= image_end) return;
+    // Odd strips walk up: two neighbouring strips read the rows they share at about the same time.
+    const bool up = (strip & 1) != 0;
+    const int y_begin = up ? height - image_end : image_begin;
+    const int y_end = up ? height - image_begin : image_end;
+
+    const int width = in.shape.width;
+    const int first_pixel = kTilePixels * tile + kLanePixels * (lane - 1);  // lane 0: the 16 pixels left of the tile
+    const int e = E * first_pixel;                                           // this lane's first byte of the row
+    const int row_bytes = width * E;
+    const bool aligned = ((reinterpret_cast<std::uintptr_t>(in.data) | in.pitch_bytes) % 16) == 0;  // SoA planes: height * pitch apart
+    const bool vector = aligned && e >= 0 && e + kLaneBytes * E <= row_bytes;
+    const bool output_lane = lane >= 1 && lane <= kWarp - 2 && first_pixel < width;
+    const bool out_aligned = ((reinterpret_cast<std::uintptr_t>(out.data) | out.pitch_bytes) % 16) == 0;
+    // Lanes outside the row that the fast walk fills from 16-byte loads (EdgeLane): the width a
+    // multiple of 16 pixels, rows aligned, a replicate, wrap or constant border. Lanes past the
+    // first one right of the row feed no output lane: any bytes of the row will do.
+    const BorderMode mode = border.mode;
+    const bool outside = first_pixel < 0 || first_pixel >= width;
+    const bool edge_fills = aligned && width % kLanePixels == 0 &&
+                            (mode == BorderMode::replicate || mode == BorderMode::wrap || mode == BorderMode::constant);
+    EdgeLane edge{};
+    int offset = e;  // where the fast walk loads the lane's bytes
+    if (outside && edge_fills) {
+        const bool left = first_pixel < 0, next = first_pixel == width;  // the lanes that feed output lanes
+        edge.repeat = (left || next) && mode != BorderMode::wrap;
+        edge.splat = mode == BorderMode::constant;
+        edge.last_word = !left;
+        if (mode == BorderMode::wrap && (left || next)) {
+            offset = left ? e + row_bytes : e - row_bytes;  // the other end of the row
+        } else {
+            offset = left || !next ? 0 : row_bytes - kLaneBytes * E;  // the piece that holds the end pixel
+        }
+        // The pixel's bytes: the first E of the first word (left) or the last E of the last word.
+        // Repeated words k = 0, 1, 2 start at channel k of the pixel (RGB); gray repeats one byte.
+        const int first = left ? 0 : 4 - E;
+        for (int k = 0; k < 3; ++k) {
+            std::uint32_t select = 0u;
+            for (int b = 0; b < 4; ++b) select |= static_cast<std::uint32_t>(edge.splat ? b : first + (k + b) % E) << (4 * b);
+            edge.select[k] = select;
+        }
+    }
+    edge.edge_warp = __any_sync(kFullMask, outside && edge_fills);
+    // The fast walk: every lane's bytes loaded 16 at a time (inside the row, or filled as above),
+    // rows aligned, the normalized box. The same for the whole warp.
+    const bool fast = __all_sync(kFullMask, vector || (outside && edge_fills)) && out_aligned && rounding.normalized;
+    const bool interior = y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height;
+    extern __shared__ __align__(16) int shared_sources[];
+    int* const sources = shared_sources + E * kWarp * kLaneBytes * static_cast<int>(threadIdx.y) + lane;
+    uint4* const stage = reinterpret_cast<uint4*>(sources - lane);  // the fast walk's store staging (2 x 32E pieces)
+    if (fast) {
+        // The interior's inner warps walk without the edge lanes' fill; the strips at the top and
+        // bottom (a few) take one walk for both kinds of warp.
+        if (interior && !edge.edge_warp) {
+            walk_strip<E, Rx, true, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, offset, edge, vector, sources, stage, output_lane, up);
+        } else if (interior) {
+            walk_strip<E, Rx, true, true, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, offset, edge, vector, sources, stage, output_lane, up);
+        } else {
+            walk_strip<E, Rx, false, true, true>(in, out, plane, border, rounding, t, y_begin, y_end, e, offset, edge, vector, sources, stage, output_lane, up);
+        }
+        return;
+    }
+    // Only this lane reads them: lanes without 16-byte loads, and under a constant border every
+    // lane, since span_bytes reads them for a row outside the image (whose bytes are the value).
+    if (!vector || border.mode == BorderMode::constant) {
+        for (int k = 0; k < E; ++k) column_sources<E>(sources + kWarp * kLaneBytes * k, e + kLaneBytes * k, width, border.mode);
+    }
+    walk_strip<E, Rx, false, false>(in, out, plane, border, rounding, t, y_begin, y_end, e, offset, edge, vector, sources, stage, output_lane, up);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variant
+
+using Kernel = void (*)(ImageView<const std::uint8_t>, ImageView<std::uint8_t>, Border, Rounding, Tiling);
+
+// A kernel per pixel size E (1 or 3) and horizontal radius rx (0 ... 15).
+template <int E, int... Rx>
+std::array<Kernel, sizeof...(Rx)> kernels_of(std::integer_sequence<int, Rx...>) {
+    return {&conv_box_pixel_lanes_kernel<E, Rx>...};
+}
+
+Kernel kernel_for(const Problem& problem) {
+    static const std::array<Kernel, kMaxRadius + 1> gray = kernels_of<1>(std::make_integer_sequence<int, kMaxRadius + 1>{});
+    static const std::array<Kernel, kMaxRadius + 1> rgb = kernels_of<3>(std::make_integer_sequence<int, kMaxRadius + 1>{});
+    const int rx = problem.mask->radius_x();
+    return rows::element_stride(problem.shape) == 1 ? gray[rx] : rgb[rx];
+}
+
+Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
+    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"));
+}
+
+class ConvBoxPixelLanes final : public Variant {
+public:
+    std::string name() const override { return "conv.box_pixel_lanes"; }
+    Operation op() const override { return Operation::convolve; }
+    std::string technique() const override {
+        return "box filter by exact integer sums, a warp per 512-pixel span, 16 pixels a lane: column sums slide down in registers, "
+               "row sums slide along each lane's pixels with its neighbours' columns by shuffle (no scan), "
+               "each row's output staged in shared memory and stored 512 consecutive bytes at a time";
+    }
+    Support supports(const Problem& problem) const override {
+        if (Support box = box_support(problem); !box) return box;
+        if (rows::element_stride(problem.shape) == 4) {
+            return Support::no("RGBA AoS: 16 pixels a lane would be 64 bytes, more registers than the kernel has (conv.box_warp_scan takes it)");
+        }
+        if (problem.mask->radius_x() > kMaxRadius) {
+            return Support::no(fmt::format("box {} wide: a lane's 16 pixels hold a row radius of at most {}", problem.mask->width(), kMaxRadius));
+        }
+        return Support::yes();
+    }
+    TuningSpace tuning_space() const override {
+        TuningSpace space = box_span::warp_span_tuning_space();
+        space.parameters = {{"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()),
+                             "output rows each warp walks down, at most (the strips share the rows evenly)"}};
+        return space;
+    }
+    // 32x4 blocks; the tallest strips that still give a 132-SM GPU 16 warps per SM (what 128
+    // registers allow), 8 rows on small images.
+    LaunchShape default_shape(const Problem& problem) const override {
+        LaunchShape shape = tuning_space().default_shape;
+        int rows = kStripRows.front();
+        for (int candidate : kStripRows) {
+            shape.parameters = {{"rows", candidate}};
+            const Tiling t = tiling_of(problem, shape);
+            if (static_cast<long long>(t.tiles) * t.strips * planes_of(problem.shape) >= 132 * 16) rows = candidate;
+        }
+        shape.parameters = {{"rows", rows}};
+        return shape;
+    }
+    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
+        if (shape.block_x != kWarp || !box_sums::listed(box_span::kWarpsPerBlock, shape.block_y)) {
+            return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
+        }
+        const int rows = shape.parameter("rows");
+        if (!box_sums::listed(kStripRows, rows)) {
+            return Support::no(fmt::format("rows={}: a warp walks one of {} rows", rows, fmt::join(kStripRows, ", ")));
+        }
+        return Support::yes();
+    }
+
+    std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
+        const Tiling t = tiling_of(problem, shape);
+        const long long warps = static_cast<long long>(t.tiles) * t.strips;
+        const dim3 grid(static_cast<unsigned>((warps + shape.block_y - 1) / shape.block_y), 1, planes_of(problem.shape));
+        return {make_launch(kernel_for(problem), "conv_box_pixel_lanes_kernel", grid, block_of(shape),
+                            shared_bytes(rows::element_stride(problem.shape), shape))};
+    }
+
+    void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, rounding_of(*plan.problem.mask),
+                       tiling_of(plan.problem, plan.shape));
+    }
+};
+
+}  // namespace
+}  // namespace klab
+
+KLAB_REGISTER_VARIANT(klab::ConvBoxPixelLanes)
