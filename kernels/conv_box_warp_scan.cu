@@ -131,7 +131,9 @@
 // strips still do not pay: given 16 to 96 rows, the tuner kept 32 (122.9 us). The same change in
 // conv.box_warp_ring, whose leaving rows come from its ring, moved box9 and box3 by under 1% (74.5 ->
 // 74.2, 65.2 -> 65.3 us; with 16 to 96 rows: 74.0 -> 73.3, 64.9 -> 65.0): not taken there.
-// Whole pixels per lane, a variant built beside this one and not landed (H200, 2026-11-30;
+// Whole pixels per lane: the first forms of conv.box_pixel_lanes, slower than this file until its
+// edge tiles loaded 16 bytes at a time and its stores were staged in shared memory (it landed then:
+// box31 103.24 us in the committed run at 77fc818, kernels/conv_box_pixel_lanes.cu) (H200, 2026-11-30;
 // scripts/gpu-experiment.sh, its conformance cases 485 of 485 passed in each form, klab tune on 8K
 // RGB AoS box3, box9 and box31 with strip heights 8 to 66 to choose from, then klab-bench, L2
 // flushed, medians of 5). Each lane held 16 pixels (48 bytes of RGB), so that a box row of up to 31
@@ -158,9 +160,9 @@
 // rows copied 3 steps ahead by cp.async into per-warp rings in shared memory instead (coalesced
 // 16-byte copies, the lane's 48 bytes read back): the loads' stalls went, but 128 registers and
 // 46.8 M instructions: 100.4 / 111.4 / 153.0 us.
-// The committed klab run at a4f2152 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.70 us at
-// 32x4 rows=32, 2.57x the copy floor (47.67 us; npp.box 16580 us: 135x faster), box9 96.64 us
-// (conv.box_warp_ring 74.29), box3 91.02 us; against 124.30 us on box31 in the run at 83880fa.
+// The committed klab run at 77fc818 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.14 us at
+// 32x4 rows=32, 2.55x the copy floor (47.81 us; npp.box 16606 us: 136x faster), box9 96.57 us
+// (conv.box_warp_ring 74.38), box3 90.46 us; against 122.70 us on box31 in the run at a4f2152.
 #include <algorithm>
 #include <array>
 #include <cstddef>
