@@ -305,11 +305,13 @@ __device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[E][8], const uin
 }
 
 // A warp's walk along its strip, walk rows [y_begin, y_end): image rows y_begin ... (down) or
-// height - 1 - y_begin ... (up; the same walk over the image read bottom to top). Compiled three
-// times: Fast (every lane's 16 pixels inside the row, rows aligned, the normalized box: one 16-byte
-// load and store per 16 bytes, nothing else in the loop), with Interior (rows stepped by a pointer)
-// or not (rows mapped by the border rule); and the general walk for the rest (the bordered lanes'
-// bytes, both roundings), whose registers the fast walks do not pay for.
+// height - 1 - y_begin ... (up; the same walk over the image read bottom to top). Compiled four
+// times: Fast (every lane's 16 pixels loaded 16 bytes at a time, inside the row or filled by
+// EdgeLane, rows aligned, the normalized box; the output staged for 512-byte stores), with
+// Interior (rows stepped by a pointer; EdgeWarp: with the edge lanes' fill, which the inner warps'
+// copy leaves out) or not (rows mapped by the border rule, the fill where a lane needs it); and
+// the general walk for the rest (the bordered lanes' bytes, both roundings), whose registers the
+// fast walks do not pay for.
 template <int E, int Rx, bool Interior, bool Fast, bool EdgeWarp = false>
 __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
                                            Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,
