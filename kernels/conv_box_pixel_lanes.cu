@@ -51,8 +51,8 @@
 // current figures): 8K RGB AoS replicate box3 61.1 us (32x2 rows=17), box9 75.1 us (32x2 rows=11),
 // box31 103.4 us (32x8 rows=17), against conv.box_warp_ring's 64.6 and 74.1 and
 // conv.box_warp_scan's 122 in the same run. The committed klab run at 77fc818: box3 61.02 us
-// (1.28x the copy floor, 47.81 us), box9 74.85 (1.57x; conv.box_warp_ring 74.38), box31 103.24
-// (2.16x; conv.box_warp_scan 122.14, npp.box 16606: 161x faster).
+// (1.29x the row's copy floor, 47.38 us), box9 74.85 (1.58x; conv.box_warp_ring 74.38), box31
+// 103.24 (2.18x; conv.box_warp_scan 122.14, npp.box 16606: 161x faster).
 // Nsight Compute on box31 before the stores were staged (119 us, clocks unlocked): 35.1 M warp
 // instructions (conv.box_warp_scan: 72.9 M), 118 registers (25% theoretical occupancy), issue
 // slots only 28% busy, 53% of the stall samples on global loads, and 274 MB through DRAM for the

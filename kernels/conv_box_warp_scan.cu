@@ -161,7 +161,7 @@
 // 16-byte copies, the lane's 48 bytes read back): the loads' stalls went, but 128 registers and
 // 46.8 M instructions: 100.4 / 111.4 / 153.0 us.
 // The committed klab run at 77fc818 (results/nvidia-h200/, H200): 8K RGB AoS box31 122.14 us at
-// 32x4 rows=32, 2.55x the copy floor (47.81 us; npp.box 16606 us: 136x faster), box9 96.57 us
+// 32x4 rows=32, 2.58x the copy floor (47.38 us; npp.box 16606 us: 136x faster), box9 96.57 us
 // (conv.box_warp_ring 74.38), box3 90.46 us; against 122.70 us on box31 in the run at a4f2152.
 #include <algorithm>
 #include <array>
