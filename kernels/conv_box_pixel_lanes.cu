@@ -55,9 +55,10 @@
 // 103.24 (2.18x; conv.box_warp_scan 122.14, npp.box 16606: 161x faster).
 // Nsight Compute on box31 before the stores were staged (119 us, clocks unlocked): 35.1 M warp
 // instructions (conv.box_warp_scan: 72.9 M), 118 registers (25% theoretical occupancy), issue
-// slots only 28% busy, 53% of the stall samples on global loads, and 274 MB through DRAM for the
-// 199 MB the filter must move: the half-sector writes of the unstaged stores. Staging them took
-// box31 from 119.2 to 103.4 us, box9 from 89.7 to 75.1 and box3 from 78.3 to 61.1 (same run).
+// slots only 28% busy, 53% of the stall samples on global loads, and DRAM 46.2% busy for 123.6 us
+// (about 274 MB at the H200's 4.8 TB/s) for the 199 MB the filter must move: most likely the
+// half-sector writes of the unstaged stores (not profiled since). Staging them took box31 from
+// 119.2 to 103.4 us, box9 from 89.7 to 75.1 and box3 from 78.3 to 61.1 (same run).
 // Tried and dropped (same kind of runs): the entering rows prefetched into the L2 two or four rows
 // ahead (one cp.async.bulk.prefetch of the warp's span per row, the strip's first rows a lane each)
 // with the leaving rows loaded evict-first: no faster (box31 126.6 us against 122.3 without, before
