@@ -14,7 +14,7 @@
 //   rows:    along each channel, S(i) = S(i - E) + V(i + rx * E) - V(i - (rx + 1) * E), element by
 //            element. As rx <= 15 < 16 pixels, the entering column lies in this lane or the next
 //            one, the leaving column in this lane or the one before: a shuffle per word taken from
-//            a neighbour (at most 2 * rx * E / 2 + 2 of them), and the difference of the two words
+//            a neighbour (at most rx * E + 2 of them), and the difference of the two words
 //            in one add per word (both 16-bit halves biased by 2^15, so that none borrows from the
 //            other). The first S of each channel is the sum of V over the previous lane's last
 //            rx + 1 pixels and this lane's first rx: each lane adds its words in 16-bit lanes, a
@@ -30,15 +30,16 @@
 // in 21-bit fields selected by each lane's channel phase, and two shuffles per output byte, 228
 // instructions per warp and row for 416 output bytes): the lane holds whole pixels, so no phase and
 // no scan, a shuffle per 16-bit pair instead of two per byte, and 480 of the span's 512 pixels are
-// output (6.7% of the reads are halo instead of 19%): 405 instructions per warp and row for 1440
+// output (6.25% of the reads are halo instead of 19%): 405 instructions per warp and row for 1440
 // output bytes, 0.28 per byte against the scan's 0.55.
 // Borders: rows outside the image mapped per row (strips away from the top and bottom take a copy
-// of the walk that steps row pointers instead). Where the width is a multiple of 16 pixels and rows
-// are 16-byte aligned, the lanes wholly outside the row also load 16 bytes at a time under a
-// replicate, wrap or constant border (EdgeLane: the row's end pixel repeated by byte permutes, the
-// row's other end, the border's value), so that the edge tiles walk as fast as the others. Else
-// (reflect, mirror, other widths or pitches) the lanes whose bytes reach outside the row read byte
-// by byte from offsets the border rule gives, worked out once per warp into shared memory (as
+// of the fast walk that steps row pointers instead). Where the width is a multiple of 16 pixels,
+// input and output rows are 16-byte aligned and the box is the normalized one, the lanes wholly
+// outside the row also load 16 bytes at a time under a replicate, wrap or constant border
+// (EdgeLane: the row's end pixel repeated by byte permutes, the row's other end, the border's
+// value), so that the edge tiles walk as fast as the others. Else (reflect, mirror, other widths or
+// pitches, other coefficients) the lanes whose bytes reach outside the row read byte by byte from
+// offsets the border rule gives, worked out once per warp into shared memory (as
 // conv.box_warp_scan does, kernels/box_span.hpp).
 // Preconditions: box masks only — every coefficient equal (any odd width and height up to 31, any
 // value; others are refused with that reason). 1 or 3 bytes per pixel: gray, RGB AoS and every SoA
@@ -59,12 +60,16 @@
 // (about 274 MB at the H200's 4.8 TB/s) for the 199 MB the filter must move: most likely the
 // half-sector writes of the unstaged stores (not profiled since). Staging them took box31 from
 // 119.2 to 103.4 us, box9 from 89.7 to 75.1 and box3 from 78.3 to 61.1 (same run).
-// Tried and dropped (same kind of runs): the entering rows prefetched into the L2 two or four rows
-// ahead (one cp.async.bulk.prefetch of the warp's span per row, the strip's first rows a lane each)
-// with the leaving rows loaded evict-first: no faster (box31 126.6 us against 122.3 without, before
-// the stores were staged); at 80 registers (3 blocks of 8 warps per SM) the row loop spills: box31
-// 136.3 us against 119.3. The first form of this variant walked the edge tiles byte by byte for
-// every row: they issued 37% of the instructions (65.0 M on box31, 126.6 us; see conv.box_warp_scan).
+// Tried and dropped (same kind of runs): on the unstaged form, the entering rows prefetched into the
+// L2 two or four rows ahead (one cp.async.bulk.prefetch of the warp's span per row, the strip's
+// first rows a lane each) with the leaving rows loaded evict-first: box31 126.6 us (four rows
+// ahead 126.7, without the evict-first hint 125.6) against 122.3 with the hint alone in the same
+// run; with the stores staged, 119.0 against 103.4 without the prefetch (the next run). At 80
+// registers (3 blocks of 8 warps per SM) the row loop spills: box31 136.3 us against 119.3.
+// The form measured before this one (conv.box_warp_scan's note records it) walked the edge tiles
+// byte by byte for every row: their warps, one in eight, issued 37% of the instructions, 10.5% in
+// the byte loads alone (65.0 M on box31, 126.6 us), and summed each strip's first rows in padded
+// batches.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -118,8 +123,8 @@ struct Tiling {
     int ry;          // the box's vertical radius
 };
 
-// Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16 bytes
-// of it; the fast walk stages two rows of its output (2 x 512E bytes) in the same space.
+// Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16-byte
+// piece; the fast walk stages two rows of its output (2 x 512E bytes) in the same space.
 std::size_t shared_bytes(int stride, const LaunchShape& shape) {
     return static_cast<std::size_t>(shape.block_y) * stride * kWarp * kLaneBytes * sizeof(int);
 }
@@ -263,7 +268,8 @@ __device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], con
 // 16-byte loads too. Wrap: the row's other end (`offset` moved by a row). Replicate: the pixel at
 // the row's end, repeated: for RGB three words (p0 p1 p2 p0, p1 p2 p0 p1, p2 p0 p1 p2) made by
 // byte permutes of the loaded word that holds it. Constant: the border's value. Only the edge tiles
-// have such lanes; the fix runs in a warp-uniform branch that the inner warps skip.
+// have such lanes: the inner warps of the interior strips walk a copy compiled without the fill;
+// at the top and bottom every warp's walk has it, and lanes without the fill return at once.
 struct EdgeLane {
     bool edge_warp;         // some lane of the warp is outside the row
     bool repeat;            // this lane's bytes are one pixel (or the constant's byte) repeated

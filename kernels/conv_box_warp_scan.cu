@@ -142,7 +142,7 @@
 // first S from the lanes' partial column sums; no scan, no channel phase, 480 of the span's 512
 // pixels written. Its row loop is 0.25 instructions per output byte on box3 (365 per warp and row
 // for 1440 bytes) against this file's 0.55 on box31 and conv.box_warp_ring's 0.32 on box9. But V
-// and the next row's loads are 48 registers a lane. Its last form (the warps whose lanes all load
+// and the next row's loads are 48 registers a lane. The last of those forms (the warps whose lanes all load
 // 16-byte pieces inside the row under the normalized box walking a loop of their own, the others
 // the general one) ran box3 / box9 / box31 at 81.0 / 90.2 / 126.6 us with 98 to 111 registers (16
 // warps per SM; 32x4 rows=11 for all three), and at 85.8 / 98.2 / 139.3 us capped at 80 (24 warps,
@@ -153,7 +153,7 @@
 // samples on global loads 26% and on fixed-latency dependencies 24%; the row loop (394 instructions
 // per warp and row) is 36% of the instructions, the strips' first rows (31 rows summed before each
 // 11 output rows) 16%, the edge warps' byte-by-byte loads 10.5%: at this strip height the first
-// rows take back much of what the row loop saves. Nsight Compute on the first form (box3, clocks
+// rows take back much of what the row loop saves. Nsight Compute on the first of them (box3, clocks
 // unlocked, 32x4 rows=17, 105 registers): 39.3 M warp instructions, issue slots 37.5% busy, 21.6%
 // achieved occupancy; stall samples on fixed-latency dependencies 24% (the running sums' chains,
 // with four warps per scheduler to hide them), on global loads 18%, on instruction fetch 13%. The

@@ -365,7 +365,7 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     EXPECT_EQ(k[0].dynamic_shared_bytes, 8u * 3u * 32u * 16u * 4u);
     // The tallest strips that leave 16 warps per SM on 132 SMs: 24 rows (2880 warps; 33 would give 2096).
     EXPECT_EQ(variant.default_shape(rgb31).parameter("rows"), 24);
-    // Gray: 4 tiles of 1920 pixels; a small image takes the shortest strips; SoA planes are layers.
+    // Gray: 1920 pixels in 4 tiles of 480; a small image takes the shortest strips; SoA planes are layers.
     const Problem gray5 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(5), Border{});
     EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
     const Problem soa = convolve_problem({300, 70, 3, Layout::soa}, masks::box(5), Border{});

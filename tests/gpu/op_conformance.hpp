@@ -265,7 +265,8 @@ inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.b
 // Whether an exact box variant takes every box (up to 31x31, any coefficient) on every format.
 // conv.box_warp_ring takes boxes up to 9 wide and of area up to 256, conv.box_pixel_lanes every
 // format but RGBA AoS (their supports() say why); the suites run them on those and hold the others
-// to every box. tests/gpu/test_conformance.cpp checks that they refuse no more than that.
+// to every box. tests/gpu/test_conformance_box_exact.cpp checks that they refuse exactly that on
+// the box suite's cases.
 inline bool takes_every_box(const std::string& name) { return name != "conv.box_warp_ring" && name != "conv.box_pixel_lanes"; }
 
 inline Mask flat_mask(int w, int h, float value, const std::string& name) {

@@ -406,19 +406,23 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
         EXPECT_GE(cases[variant], takes * 9 / 10) << variant->name();
         for (const char* size : {"1x1", "1x7", "7x1", "2x3", "5x5", "17x13", "33x31", "127x65", "640x480", "1920x1080"})
             EXPECT_GT(covered[fmt::format("size {}", size)], 0) << variant->name() << " " << size;
-        for (const Format& f : kFormats)
-            if (takes_format(f.channels, f.layout))
+        for (const Format& f : kFormats) {
+            if (takes_format(f.channels, f.layout)) {
                 EXPECT_GT((covered[fmt::format("format {} {}", f.channels, to_string(f.layout))]), 0) << variant->name();
+            }
+        }
         for (const Border& b : all_borders()) EXPECT_GT(covered["border " + to_string(b)], 0) << variant->name();
         // Each mask family it takes meets every border and every format.
         for (const Mask& m : mask_families()) {
             if (!takes_mask(m)) continue;
             for (const Border& b : all_borders())
                 EXPECT_GT((covered[fmt::format("mask {} border {}", m.name(), to_string(b))]), 0) << variant->name();
-            for (const Format& f : kFormats)
-                if (takes_format(f.channels, f.layout))
+            for (const Format& f : kFormats) {
+                if (takes_format(f.channels, f.layout)) {
                     EXPECT_GT((covered[fmt::format("mask {} format {} {}", m.name(), f.channels, to_string(f.layout))]), 0)
                         << variant->name() << " " << m.name();
+                }
+            }
         }
     }
 }

@@ -74,6 +74,20 @@ TEST(BoxExactSuite, CoversEveryBoxVariant) {
     for (const char* name : kExactBoxVariants) EXPECT_NE(Registry::instance().find(name), nullptr) << name;
 }
 
+// The variants that do not take every box case (takes_every_box) refuse exactly what their notes
+// say, so that the suite's cases for them cannot shrink unnoticed: conv.box_warp_ring boxes wider
+// than 9 or of area above 256, conv.box_pixel_lanes RGBA AoS. (No GPU needed.)
+TEST(BoxExactSuite, RestrictedVariantsRefuseOnlyWhatTheyStateToRefuse) {
+    const Variant& ring = Registry::instance().get("conv.box_warp_ring");
+    const Variant& lanes = Registry::instance().get("conv.box_pixel_lanes");
+    for (const BoxCase& c : box_cases()) {
+        const Problem& p = c.problem;
+        SCOPED_TRACE(to_string(p));
+        EXPECT_EQ(static_cast<bool>(ring.supports(p)), p.mask->width() <= 9 && p.mask->width() * p.mask->height() <= 256);
+        EXPECT_EQ(static_cast<bool>(lanes.supports(p)), !(p.shape.channels == 4 && p.shape.layout == Layout::aos));
+    }
+}
+
 class BoxExact : public ::testing::TestWithParam<OpParam> {
 protected:
     void SetUp() override {
@@ -123,13 +137,13 @@ std::size_t expect_every_shape_exact(const char* name) {
     const std::vector<Border> borders = all_borders();
     std::vector<Border> case_borders;
     for (std::size_t k = 0; k < cases.size(); ++k) case_borders.push_back(borders[k % borders.size()]);
-    // Widths of whole 16-pixel groups on aligned rows, under the borders whose lanes outside the row
-    // conv.box_pixel_lanes fills from 16-byte loads (its edge tiles' fast walk): the row's end pixel
-    // repeated, the other end, the value. 1008 and 1040 pixels end inside a tile, so that lanes lie
-    // past the one right of the row too.
+    // Widths of whole 16-pixel groups on aligned rows, normalized boxes (rx 15 and 4), under the
+    // borders whose lanes outside the row conv.box_pixel_lanes fills from 16-byte loads (its edge
+    // tiles' fast walk): the row's end pixel repeated, the other end, the value. 1008 and 1040 pixels
+    // end inside a tile, so that lanes lie past the one right of the row too.
     const Image whole_groups[] = {{{1008, 80, 3, Layout::aos}, PitchKind::allocator}, {{1040, 70, 1, Layout::aos}, PitchKind::allocator}};
     for (const Image& image : whole_groups)
-        for (const Mask& mask : {masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5")})
+        for (const Mask& mask : {masks::box(31), flat_mask(9, 5, static_cast<float>(1.0 / 45), "box9x5")})
             for (const Border& border : {Border{BorderMode::replicate, 0}, Border{BorderMode::wrap, 0}, Border{BorderMode::constant, 77}}) {
                 cases.emplace_back(image, mask);
                 case_borders.push_back(border);
