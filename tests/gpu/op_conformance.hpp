@@ -269,6 +269,16 @@ inline constexpr const char* kExactBoxVariants[] = {"conv.box_integral", "conv.b
 // the box suite's cases.
 inline bool takes_every_box(const std::string& name) { return name != "conv.box_warp_ring" && name != "conv.box_pixel_lanes"; }
 
+// conv.box_warp_ring's boxes: row sums from a lane's neighbours only (rx <= 4) and in 16-bit lanes
+// (area <= 256).
+inline bool up_to_9_wide_area_256(const Mask& mask) { return mask.width() <= 9 && mask.width() * mask.height() <= 256; }
+
+// The formats a variant refuses whatever the mask: conv.box_pixel_lanes holds 16 whole pixels a
+// lane, and RGBA AoS would be 64 bytes of them (more registers than the kernel has).
+inline bool refuses_format(const std::string& variant, int channels, Layout layout) {
+    return variant == "conv.box_pixel_lanes" && channels == 4 && layout == Layout::aos;
+}
+
 inline Mask flat_mask(int w, int h, float value, const std::string& name) {
     return Mask(w, h, std::vector<float>(static_cast<std::size_t>(w * h), value), name);
 }

@@ -299,8 +299,7 @@ bool is_box(const Mask& mask) {
 // up to 3x3 (conv.shuffle_window, 16 elements per thread; conv.shuffle_ring takes 9x9 with 8).
 bool up_to_9x9(const Mask& mask) { return mask.width() <= 9 && mask.height() <= 9; }
 bool up_to_3x3(const Mask& mask) { return mask.width() <= 3 && mask.height() <= 3; }
-// conv.box_warp_ring: row sums from a lane's neighbours only (rx <= 4) and in 16-bit lanes (area <= 256).
-bool is_box_up_to_9_wide_area_256(const Mask& mask) { return is_box(mask) && mask.width() <= 9 && mask.width() * mask.height() <= 256; }
+bool is_box_up_to_9_wide_area_256(const Mask& mask) { return is_box(mask) && op_conformance::up_to_9_wide_area_256(mask); }
 bool separable_up_to_9x9(const Mask& mask) { return is_separable(mask) && up_to_9x9(mask); }
 // conv.packed_window's 16-bit lanes: up to 3x3, taps k / 256 with k >= 0, summing to at most 1.
 bool packs_into_16_bits(const Mask& mask) {
@@ -324,10 +323,6 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9},
     {"conv.separable_row_mma", &separable_up_to_9x9}, {"conv.box_pixel_lanes", &is_box}};
 
-// Formats a variant refuses whatever the mask: conv.box_pixel_lanes holds 16 whole pixels a lane,
-// and RGBA AoS would be 64 bytes of them (more registers than the kernel has). It must refuse those
-// cases and is held to every other format.
-const std::map<std::string, Format> kFormatRefused = {{"conv.box_pixel_lanes", Format{4, Layout::aos}}};
 
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {
@@ -376,11 +371,8 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
     for (const Variant* variant : Registry::instance().for_op(Operation::convolve)) {
         const auto restricted = kMaskRestricted.find(variant->name());
         const auto takes_mask = [&](const Mask& m) { return restricted == kMaskRestricted.end() || restricted->second(m); };
-        const auto refused_format = kFormatRefused.find(variant->name());
-        const auto takes_format = [&](int channels, Layout layout) {
-            return refused_format == kFormatRefused.end() || refused_format->second.channels != channels ||
-                   refused_format->second.layout != layout;
-        };
+        // A format it refuses (refuses_format) it must refuse on every case; it is held to the others.
+        const auto takes_format = [&](int channels, Layout layout) { return !op_conformance::refuses_format(variant->name(), channels, layout); };
         // It refuses every case whose mask it does not take, whatever the image, and runs most of
         // the others, every size, border and format among them.
         std::size_t takes = 0, in_formats = 0;

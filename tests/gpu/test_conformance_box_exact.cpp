@@ -83,8 +83,8 @@ TEST(BoxExactSuite, RestrictedVariantsRefuseOnlyWhatTheyStateToRefuse) {
     for (const BoxCase& c : box_cases()) {
         const Problem& p = c.problem;
         SCOPED_TRACE(to_string(p));
-        EXPECT_EQ(static_cast<bool>(ring.supports(p)), p.mask->width() <= 9 && p.mask->width() * p.mask->height() <= 256);
-        EXPECT_EQ(static_cast<bool>(lanes.supports(p)), !(p.shape.channels == 4 && p.shape.layout == Layout::aos));
+        EXPECT_EQ(static_cast<bool>(ring.supports(p)), up_to_9_wide_area_256(*p.mask));
+        EXPECT_EQ(static_cast<bool>(lanes.supports(p)), !refuses_format(lanes.name(), p.shape.channels, p.shape.layout));
     }
 }
 
@@ -128,15 +128,21 @@ std::size_t expect_every_shape_exact(const char* name) {
                             {{4100, 70, 1, Layout::aos}, PitchKind::odd},
                             {{700, 97, 4, Layout::soa}, PitchKind::allocator}};
     const Mask boxes[] = {masks::box(3), masks::box(31), flat_mask(9, 5, 1.0f, "ones9x5"), flat_mask(1, 9, 1.0f / 9, "box1x9")};
-    std::vector<std::pair<Image, Mask>> cases;
+    struct Case {
+        Image image;
+        Mask mask;
+        Border border;
+    };
+    const std::vector<Border> borders = all_borders();
+    std::vector<Case> cases;
+    const auto add_rotating = [&](const Image& image, const Mask& mask) {  // the borders in turn
+        cases.push_back({image, mask, borders[cases.size() % borders.size()]});
+    };
     for (const Image& image : images)
-        for (const Mask& mask : boxes) cases.emplace_back(image, mask);
+        for (const Mask& mask : boxes) add_rotating(image, mask);
     // A one-row box on 321 rows: at 16 rows per strip the last strip has one row, fewer than the
     // rows a strip copies ahead (conv.box_warp_ring), and ends at the image's last row.
-    cases.emplace_back(Image{{1000, 321, 3, Layout::aos}, PitchKind::allocator}, flat_mask(9, 1, 1.0f / 9, "box9x1"));
-    const std::vector<Border> borders = all_borders();
-    std::vector<Border> case_borders;
-    for (std::size_t k = 0; k < cases.size(); ++k) case_borders.push_back(borders[k % borders.size()]);
+    add_rotating(Image{{1000, 321, 3, Layout::aos}, PitchKind::allocator}, flat_mask(9, 1, 1.0f / 9, "box9x1"));
     // Widths of whole 16-pixel groups on aligned rows, normalized boxes (rx 15 and 4), under the
     // borders whose lanes outside the row conv.box_pixel_lanes fills from 16-byte loads (its edge
     // tiles' fast walk): the row's end pixel repeated, the other end, the value. 1008 and 1040 pixels
@@ -144,13 +150,11 @@ std::size_t expect_every_shape_exact(const char* name) {
     const Image whole_groups[] = {{{1008, 80, 3, Layout::aos}, PitchKind::allocator}, {{1040, 70, 1, Layout::aos}, PitchKind::allocator}};
     for (const Image& image : whole_groups)
         for (const Mask& mask : {masks::box(31), flat_mask(9, 5, static_cast<float>(1.0 / 45), "box9x5")})
-            for (const Border& border : {Border{BorderMode::replicate, 0}, Border{BorderMode::wrap, 0}, Border{BorderMode::constant, 77}}) {
-                cases.emplace_back(image, mask);
-                case_borders.push_back(border);
-            }
+            for (const Border& border : {Border{BorderMode::replicate, 0}, Border{BorderMode::wrap, 0}, Border{BorderMode::constant, 77}})
+                cases.push_back({image, mask, border});
     std::size_t n = 0, shapes_run = 0;
-    for (const auto& [image, mask] : cases) {
-        const Border border = case_borders[n++];
+    for (const auto& [image, mask, border] : cases) {
+        ++n;
         const Problem problem = convolve_problem(image.shape, mask, border);
         if (!takes_every_box(name) && !variant.supports(problem)) continue;
         const ImageU8 input = test::random_image(problem.shape, static_cast<std::uint32_t>(500 + n));
