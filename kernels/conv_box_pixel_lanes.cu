@@ -10,7 +10,11 @@
 //   columns: V slides down one row at a time in registers, two to a 32-bit word (16-bit lanes:
 //            V <= 31 * 255 < 2^16), one load of the entering row and one of the leaving row (read
 //            2 * ry + 1 rows earlier: an L1 or L2 hit) per 16 bytes, the next row's loads issued
-//            before this row's sums are worked out; a strip's first 2 ry + 1 rows two at a time;
+//            before this row's sums are worked out; a strip's first 2 ry + 1 rows two at a time.
+//            In the fast walk (below) each RGB load instruction reads 512 consecutive bytes of the
+//            span, and the pieces reach the lanes that own them through shared memory: a lane's
+//            own three pieces lie 48 bytes apart, so loading them so would read half of 32
+//            sectors per instruction;
 //   rows:    along each channel, S(i) = S(i - E) + V(i + rx * E) - V(i - (rx + 1) * E), element by
 //            element. As rx <= 15 < 16 pixels, the entering column lies in this lane or the next
 //            one, the leaving column in this lane or the one before: a shuffle per word taken from
@@ -31,7 +35,8 @@
 // instructions per warp and row for 416 output bytes): the lane holds whole pixels, so no phase and
 // no scan, a shuffle per 16-bit pair instead of two per byte, and 480 of the span's 512 pixels are
 // output (6.25% of the reads are halo instead of 19%): 405 instructions per warp and row for 1440
-// output bytes, 0.28 per byte against the scan's 0.55.
+// output bytes on box31 in its first form (0.28 per byte against the scan's 0.55; 424 with the
+// stores staged).
 // Borders: rows outside the image mapped per row (strips away from the top and bottom take a copy
 // of the fast walk that steps row pointers instead). Where the width is a multiple of 16 pixels,
 // input and output rows are 16-byte aligned and the box is the normalized one, the lanes wholly
@@ -47,29 +52,38 @@
 // need more registers than the kernel's 128; conv.box_warp_scan takes it). Every border, any
 // pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned), at most 128 registers
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel.
-// Measured on an NVIDIA H200 (device runs of 2026-11-30: klab tune on the 8K RGB AoS box classes,
-// then klab-bench, L2 flushed, medians of 5; the committed run in results/nvidia-h200/ has the
-// current figures): 8K RGB AoS replicate box3 61.1 us (32x2 rows=17), box9 75.1 us (32x2 rows=11),
-// box31 103.4 us (32x8 rows=17), against conv.box_warp_ring's 64.6 and 74.1 and
-// conv.box_warp_scan's 122 in the same run. The committed klab run at 77fc818: box3 61.02 us
-// (1.29x the row's copy floor, 47.38 us), box9 74.85 (1.58x; conv.box_warp_ring 74.38), box31
-// 103.24 (2.18x; conv.box_warp_scan 122.14, npp.box 16606: 161x faster).
-// Nsight Compute on box31 before the stores were staged (119 us, clocks unlocked): 35.1 M warp
-// instructions (conv.box_warp_scan: 72.9 M), 118 registers (25% theoretical occupancy), issue
-// slots only 28% busy, 53% of the stall samples on global loads, and DRAM 46.2% busy for 123.6 us
-// (about 274 MB at the H200's 4.8 TB/s) for the 199 MB the filter must move: most likely the
-// half-sector writes of the unstaged stores (not profiled since). Staging them took box31 from
-// 119.2 to 103.4 us, box9 from 89.7 to 75.1 and box3 from 78.3 to 61.1 (same run).
-// Tried and dropped (same kind of runs): on the unstaged form, the entering rows prefetched into the
-// L2 two or four rows ahead (one cp.async.bulk.prefetch of the warp's span per row, the strip's
-// first rows a lane each) with the leaving rows loaded evict-first: box31 126.6 us (four rows
-// ahead 126.7, without the evict-first hint 125.6) against 122.3 with the hint alone in the same
-// run; with the stores staged, 119.0 against 103.4 without the prefetch (the next run). At 80
-// registers (3 blocks of 8 warps per SM) the row loop spills: box31 136.3 us against 119.3.
-// The form measured before this one (conv.box_warp_scan's note records it) walked the edge tiles
-// byte by byte for every row: their warps, one in eight, issued 37% of the instructions, 10.5% in
-// the byte loads alone (65.0 M on box31, 126.6 us), and summed each strip's first rows in padded
-// batches.
+// Measured on an NVIDIA H200 (device runs of 2026-11-30, scripts/gpu-experiment.sh: klab tune on
+// the 8K RGB AoS box classes, then klab-bench, L2 flushed, medians of 5; results/nvidia-h200/ has
+// the committed run): box9 75.1 and 74.7 us (two runs; 32x2 rows=11), box31 90.2 and 90.8 us
+// (32x4 and 32x2 rows=33), against 75.4 and 75.2, 103.9 and 104.3 for the form before the loads
+// were coalesced, in the same runs.
+// Why the loads were coalesced. Nsight Compute (clocks unlocked) on that form, box31 (32x8 rows=17,
+// 113.8 us under the profiler): 36.6 M warp instructions, 128 registers (25% theoretical
+// occupancy), issue slots 32% busy, L2 68% busy, DRAM 49.7% (about 272 MB moved for the 199 MB the
+// filter needs), 46% of the stall samples on global loads; the strip's first rows, 12.6% of the
+// instructions, held 32% of the samples. On box9 every load instruction asked L2 for twice the
+// sectors its bytes fill (29 a warp, 14.5 ideal), and L2 was 76% busy. Coalesced, box9 runs 33.8 M
+// instructions (31.1 M; the rows' loop 388 a warp and row, 385 before, the first rows' pairs 116,
+// 87 before) with 32% of its stall samples on loads (43%), in the same time; box31, whose strips
+// now take 33 rows, 13% less.
+// The DRAM bytes over the filter's own are likeliest the leaving rows of box31 read again from
+// DRAM: each warp's window of 31 rows is 46.5 KB, about 98 MB for the grid's 2112 warps, more than
+// the L2 holds (box9's 10 rows, 32 MB: 205 MB moved). Staging the stores (below) had not changed
+// them: it saved L2 and L1 sectors, not DRAM bytes.
+// Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
+// shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
+// and 103.3; with coalesced copies, 4 slots: 83.4 and 104.6 against 75.4 and 103.9); coalesced
+// loads with the entering rows two rows ahead in registers (79.6 and 94.8 against 74.7 and 90.8);
+// a strip's first rows in batches of four (75.2 and 107.8 against 75.3 and 103.3); before the
+// stores were staged, the entering rows prefetched into the L2 two or four rows ahead (one
+// cp.async.bulk.prefetch of the warp's span per row) with the leaving rows loaded evict-first
+// (box31 126.6 us against 122.3 with the hint alone; with the stores staged, 119.0 against 103.4);
+// at 80 registers (3 blocks of 8 warps per SM) the row loop spills (box31 136.3 against 119.3).
+// Earlier forms: stored as computed, each lane's three 16-byte pieces 48 bytes apart made each
+// store instruction write half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
+// staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
+// warps, one in eight, issued 37% of the instructions (65.0 M on box31, 126.6 us), and each strip's
+// first rows were summed in padded batches.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -110,6 +124,7 @@ using box_sums::Rounding;
 constexpr int kLanePixels = 16;                      // pixels per lane: rx <= 15 reaches one lane each way
 constexpr int kTilePixels = (kWarp - 2) * kLanePixels;  // 480: lanes 1 to 30 write, lanes 0 and 31 are halo
 constexpr int kMaxRadius = kLanePixels - 1;
+static_assert(Mask::kMaxSide / 2 <= kMaxRadius, "every mask's row radius reaches one lane each way at most (kernel_for's table)");
 constexpr std::uint32_t kBias = 0x80008000u;  // 2^15 in each 16-bit half: V(enter) - V(leave) + 2^15 >= 0
 // Strip heights to tune among: a grid of 16 tiles (8K) fills the 16 warps per SM of 132 SMs in one
 // wave at 33 rows (two waves: 17, three: 11); the tuner picks per GPU and size.
@@ -314,7 +329,8 @@ __device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[E][8], const uin
 // A warp's walk along its strip, walk rows [y_begin, y_end): image rows y_begin ... (down) or
 // height - 1 - y_begin ... (up; the same walk over the image read bottom to top). Compiled four
 // times: Fast (every lane's 16 pixels loaded 16 bytes at a time, inside the row or filled by
-// EdgeLane, rows aligned, the normalized box; the output staged for 512-byte stores), with
+// EdgeLane, rows aligned, the normalized box; RGB rows loaded 512 consecutive bytes at a time and
+// dealt to their lanes through shared memory; the output staged for 512-byte stores), with
 // Interior (rows stepped by a pointer; EdgeWarp: with the edge lanes' fill, which the inner warps'
 // copy leaves out) or not (rows mapped by the border rule, the fill where a lane needs it); and
 // the general walk for the rest (the bordered lanes' bytes, both roundings), whose registers the
@@ -336,21 +352,50 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     const std::uint8_t* leave_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
     const int lane = static_cast<int>(threadIdx.x);
     const int span_e = __shfl_sync(kFullMask, e, 0);  // the span's first byte of the row (lane 0's)
+    // The fast walk's RGB loads are coalesced. Load k of each lane's own piece k would read half of
+    // 32 sectors per instruction (its pieces lie 48 bytes apart), so the warp's load q reads piece
+    // 32 q + lane of the span instead, 512 consecutive bytes, from where that piece's lane,
+    // (32 q + lane) / 3, takes its bytes (`offset`, the edge lanes' fill included); the pieces then
+    // reach their lanes through the warp's shared memory (put_pieces, own_pieces).
+    constexpr bool kCoalesced = Fast && E > 1;
+    int piece_offset[E];  // where this lane's load k reads in a row
+#pragma unroll
+    for (int q = 0; q < E; ++q) {
+        const int piece = kWarp * q + lane;
+        piece_offset[q] = kCoalesced ? __shfl_sync(kFullMask, offset, piece / E) + kLaneBytes * (piece % E) : offset + kLaneBytes * q;
+    }
+    const std::uint32_t splat = border.value * 0x01010101u;
     const auto load = [&](const std::uint8_t*& interior_row, int y, uint4(&bytes)[E]) {
         const std::uint8_t* row = Interior ? interior_row : bordered_row(in, plane, image_row(y), border.mode);
         if constexpr (Interior) interior_row += in_pitch;
         if constexpr (Fast) {
-            const std::uint32_t splat = border.value * 0x01010101u;
             if (!Interior && row == nullptr) {  // a constant border's row outside the image
 #pragma unroll
                 for (int k = 0; k < E; ++k) bytes[k] = make_uint4(splat, splat, splat, splat);
                 return;
             }
 #pragma unroll
-            for (int k = 0; k < E; ++k) bytes[k] = __ldg(reinterpret_cast<const uint4*>(row + offset + kLaneBytes * k));
-            if constexpr (EdgeWarp) repeat_pixel<E>(bytes, edge, splat);
+            for (int k = 0; k < E; ++k) bytes[k] = __ldg(reinterpret_cast<const uint4*>(row + piece_offset[k]));
+            if constexpr (EdgeWarp && !kCoalesced) repeat_pixel<E>(bytes, edge, splat);
         } else {
             load_pieces<E>(row, e, vector, sources, border, bytes);
+        }
+    };
+    // A coalesced row's pieces to the lanes that own them: written to slot `slot` of the warp's
+    // shared memory (its four slots of 32E pieces: the stores' staging takes 0 and 1, the rows'
+    // loop deals its entering and leaving rows through 2 and 3, a strip's first rows through 0 to
+    // 3 in turn), read back after a __syncwarp, the edge lanes' fill applied then.
+    const auto put_pieces = [&](int slot, const uint4(&bytes)[E]) {
+        if constexpr (kCoalesced) {
+#pragma unroll
+            for (int q = 0; q < E; ++q) stage[kWarp * E * slot + kWarp * q + lane] = bytes[q];
+        }
+    };
+    const auto own_pieces = [&](int slot, uint4(&bytes)[E]) {
+        if constexpr (kCoalesced) {
+#pragma unroll
+            for (int k = 0; k < E; ++k) bytes[k] = stage[kWarp * E * slot + E * lane + k];
+            if constexpr (EdgeWarp) repeat_pixel<E>(bytes, edge, splat);
         }
     };
 
@@ -358,25 +403,38 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     // y_begin + ry - 1, the first alone, then kBatch rows at a time (RGB: six 16-byte loads in
     // flight; gray: eight rows, eight loads), the rest two at a time.
     constexpr int kBatch = E == 1 ? 8 : 2;
+    static_assert(!kCoalesced || kBatch == 2, "the coalesced first rows come in pairs");
     std::uint32_t v[E][8];
     int y_first = y_begin - t.ry - 1;
     const int first_end = y_begin + t.ry;
     {
         uint4 row_in[E];
         load(enter_row, y_first++, row_in);
+        put_pieces(2, row_in);
+        if constexpr (kCoalesced) __syncwarp();
+        own_pieces(2, row_in);
 #pragma unroll
         for (int k = 0; k < E; ++k) {
 #pragma unroll
             for (int w = 0; w < 8; ++w) v[k][w] = byte_pair(row_in[k], w);
         }
     }
-    for (; y_first + kBatch <= first_end; y_first += kBatch) {
+    for (int pair = 0; y_first + kBatch <= first_end; y_first += kBatch, ++pair) {
         uint4 rows_in[kBatch][E];
 #pragma unroll
         for (int r = 0; r < kBatch; ++r) load(enter_row, y_first + r, rows_in[r]);
+        if constexpr (kCoalesced) {  // RGB: kBatch = 2, through slots 0 and 1, then 2 and 3, in turn
+            const int slot = (pair & 1) ? 2 : 0;
+            put_pieces(slot, rows_in[0]);
+            put_pieces(slot + 1, rows_in[1]);
+            __syncwarp();
+            own_pieces(slot, rows_in[0]);
+            own_pieces(slot + 1, rows_in[1]);
+        }
 #pragma unroll
         for (int r = 0; r < kBatch; r += 2) add_two_rows<E>(v, rows_in[r], rows_in[r + 1]);
     }
+    if constexpr (kCoalesced) __syncwarp();  // every lane has read slots 2 and 3 before the rows' loop writes them
     if constexpr (kBatch > 2) {
         for (; y_first < first_end; y_first += 2) {
             uint4 a[E], b[E];
@@ -390,6 +448,13 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     load(enter_row, y_begin + t.ry, enter);
     load(leave_row, y_begin - t.ry - 1, leave);
     for (int y = y_begin; y < y_end; ++y, dst += out_pitch) {
+        if constexpr (kCoalesced) {  // slots 2 and 3: every lane read them before the last row's stores
+            put_pieces(2, enter);
+            put_pieces(3, leave);
+            __syncwarp();
+            own_pieces(2, enter);
+            own_pieces(3, leave);
+        }
 #pragma unroll
         for (int k = 0; k < E; ++k) slide_columns(v[k], enter[k], leave[k]);
         if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
@@ -541,9 +606,6 @@ public:
         if (Support box = box_support(problem); !box) return box;
         if (rows::element_stride(problem.shape) == 4) {
             return Support::no("RGBA AoS: 16 pixels a lane would be 64 bytes, more registers than the kernel has (conv.box_warp_scan takes it)");
-        }
-        if (problem.mask->radius_x() > kMaxRadius) {
-            return Support::no(fmt::format("box {} wide: a lane's 16 pixels hold a row radius of at most {}", problem.mask->width(), kMaxRadius));
         }
         return Support::yes();
     }
