@@ -52,11 +52,13 @@
 // need more registers than the kernel's 128; conv.box_warp_scan takes it). Every border, any
 // pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned), at most 128 registers
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel.
-// Measured on an NVIDIA H200 (device runs of 2026-11-30, scripts/gpu-experiment.sh: klab tune on
-// the 8K RGB AoS box classes, then klab-bench, L2 flushed, medians of 5; results/nvidia-h200/ has
-// the committed run): box9 75.1 and 74.7 us (two runs; 32x2 rows=11), box31 90.2 and 90.8 us
-// (32x4 and 32x2 rows=33), against 75.4 and 75.2, 103.9 and 104.3 for the form before the loads
-// were coalesced, in the same runs.
+// Measured on an NVIDIA H200. The committed klab run at b793855 (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 47.51 us): 8K RGB AoS replicate box31 90.70 us (1.91x;
+// 32x2 rows=33; conv.box_warp_scan 122.56, npp.box 16602: 183x faster), box9 74.90 (1.58x; 32x2
+// rows=11; conv.box_warp_ring 74.36), box3 62.56 (1.32x; 32x8 rows=33). Experiment runs of the same
+// day (scripts/gpu-experiment.sh: klab tune on the 8K RGB AoS box classes, then klab-bench): box9
+// 75.1 and 74.7 us, box31 90.2 and 90.8, against 75.4 and 75.2, 103.9 and 104.3 for the form before
+// the loads were coalesced, in the same runs.
 // Why the loads were coalesced. Nsight Compute (clocks unlocked) on that form, box31 (32x8 rows=17,
 // 113.8 us under the profiler): 36.6 M warp instructions, 128 registers (25% theoretical
 // occupancy), issue slots 32% busy, L2 68% busy, DRAM 49.7% (about 272 MB moved for the 199 MB the
