@@ -62,8 +62,8 @@
 // Why the loads were coalesced. Nsight Compute (clocks unlocked) on that form, box31 (32x8 rows=17,
 // 113.8 us under the profiler): 36.6 M warp instructions, 128 registers (25% theoretical
 // occupancy), issue slots 32% busy, L2 68% busy, DRAM 49.7% (about 272 MB moved for the 199 MB the
-// filter needs), 46% of the stall samples on global loads; the strip's first rows, 12.6% of the
-// instructions, held 32% of the samples. On box9 every load instruction asked L2 for twice the
+// filter needs), 46% of the stall samples on global loads; the loop over a strip's first rows in
+// pairs, 12.6% of the instructions, held 32% of the samples. On box9 every load instruction asked L2 for twice the
 // sectors its bytes fill (29 a warp, 14.5 ideal), and L2 was 76% busy. Coalesced, box9 runs 33.8 M
 // instructions (31.1 M; the rows' loop 388 a warp and row, 385 before, the first rows' pairs 116,
 // 87 before) with 32% of its stall samples on loads (43%), in the same time; box31, whose strips
