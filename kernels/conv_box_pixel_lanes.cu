@@ -11,10 +11,11 @@
 //            V <= 31 * 255 < 2^16), one load of the entering row and one of the leaving row (read
 //            2 * ry + 1 rows earlier: an L1 or L2 hit) per 16 bytes, the next row's loads issued
 //            before this row's sums are worked out; a strip's first 2 ry + 1 rows two at a time.
-//            In the fast walk (below) each RGB load instruction reads 512 consecutive bytes of the
-//            span, and the pieces reach the lanes that own them through shared memory: a lane's
-//            own three pieces lie 48 bytes apart, so loading them so would read half of 32
-//            sectors per instruction;
+//            In the fast walk (below) the RGB loads are coalesced: the warp's load q reads pieces
+//            32 q + lane of the span (512 consecutive bytes where every lane is inside the row),
+//            and the pieces reach the lanes that own them through shared memory. Piece k of
+//            neighbouring lanes lies 48 bytes apart: loading each lane's own pieces would read
+//            half of 32 sectors per instruction;
 //   rows:    along each channel, S(i) = S(i - E) + V(i + rx * E) - V(i - (rx + 1) * E), element by
 //            element. As rx <= 15 < 16 pixels, the entering column lies in this lane or the next
 //            one, the leaving column in this lane or the one before: a shuffle per word taken from
@@ -36,7 +37,7 @@
 // no scan, a shuffle per 16-bit pair instead of two per byte, and 480 of the span's 512 pixels are
 // output (6.25% of the reads are halo instead of 19%): 405 instructions per warp and row for 1440
 // output bytes on box31 in its first form (0.28 per byte against the scan's 0.55; 424 with the
-// stores staged).
+// stores staged, before the loads were coalesced).
 // Borders: rows outside the image mapped per row (strips away from the top and bottom take a copy
 // of the fast walk that steps row pointers instead). Where the width is a multiple of 16 pixels,
 // input and output rows are 16-byte aligned and the box is the normalized one, the lanes wholly
@@ -63,14 +64,16 @@
 // 113.8 us under the profiler): 36.6 M warp instructions, 128 registers (25% theoretical
 // occupancy), issue slots 32% busy, L2 68% busy, DRAM 49.7% (about 272 MB moved for the 199 MB the
 // filter needs), 46% of the stall samples on global loads; the loop over a strip's first rows in
-// pairs, 12.6% of the instructions, held 32% of the samples. On box9 every load instruction asked L2 for twice the
-// sectors its bytes fill (29 a warp, 14.5 ideal), and L2 was 76% busy. Coalesced, box9 runs 33.8 M
-// instructions (31.1 M; the rows' loop 388 a warp and row, 385 before, the first rows' pairs 116,
-// 87 before) with 32% of its stall samples on loads (43%), in the same time; box31, whose strips
-// now take 33 rows, 13% less.
-// The DRAM bytes over the filter's own are likeliest the leaving rows of box31 read again from
-// DRAM: each warp's window of 31 rows is 46.5 KB, about 98 MB for the grid's 2112 warps, more than
-// the L2 holds (box9's 10 rows, 32 MB: 205 MB moved). Staging the stores (below) had not changed
+// pairs, 12.6% of the instructions, held 32% of the samples. On box9 every load instruction asked
+// L2 for twice the sectors its bytes fill (29 a warp against the profiler's ideal 14.5), and L2 was
+// 76% busy. Coalesced, box9 runs 33.8 M instructions (before: 31.1 M; the largest block of the
+// rows' loop 388 a warp and row, before 385; the first rows' pair 116, before 87; the rest of the
+// growth not broken down) with 32% of its stall samples on loads (before: 43%), in the same time;
+// box31 takes 104 -> 91 us, its strips now 33 rows long.
+// The DRAM bytes over the filter's own are likeliest box31's leaving rows read again from DRAM:
+// each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2096 warps of its single
+// wave is about 103 MB, more than the L2 holds; box9's (10 rows, 15 KB) over the 2112 warps
+// resident at a time is 32 MB, and box9 moved 205 MB. Staging the stores (below) had not changed
 // them: it saved L2 and L1 sectors, not DRAM bytes.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
@@ -141,7 +144,8 @@ struct Tiling {
 };
 
 // Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16-byte
-// piece; the fast walk stages two rows of its output (2 x 512E bytes) in the same space.
+// piece; the fast walk uses the same space as four slots of 512E bytes (two rows of its output
+// staged, two rows of its coalesced loads dealt to their lanes).
 std::size_t shared_bytes(int stride, const LaunchShape& shape) {
     return static_cast<std::size_t>(shape.block_y) * stride * kWarp * kLaneBytes * sizeof(int);
 }
@@ -354,11 +358,12 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     const std::uint8_t* leave_row = Interior ? in.row(image_row(y_begin - t.ry - 1), plane) : nullptr;
     const int lane = static_cast<int>(threadIdx.x);
     const int span_e = __shfl_sync(kFullMask, e, 0);  // the span's first byte of the row (lane 0's)
-    // The fast walk's RGB loads are coalesced. Load k of each lane's own piece k would read half of
-    // 32 sectors per instruction (its pieces lie 48 bytes apart), so the warp's load q reads piece
-    // 32 q + lane of the span instead, 512 consecutive bytes, from where that piece's lane,
-    // (32 q + lane) / 3, takes its bytes (`offset`, the edge lanes' fill included); the pieces then
-    // reach their lanes through the warp's shared memory (put_pieces, own_pieces).
+    // The fast walk's RGB loads are coalesced. Piece k of neighbouring lanes lies 48 bytes apart, so
+    // a load of each lane's own piece k would read half of 32 sectors per instruction; instead the
+    // warp's load q reads piece 32 q + lane of the span (512 consecutive bytes where every lane is
+    // inside the row) from where that piece's lane, (32 q + lane) / 3, takes its bytes (`offset`,
+    // the edge lanes' fill included), and the pieces reach their lanes through the warp's shared
+    // memory (put_pieces, own_pieces).
     constexpr bool kCoalesced = Fast && E > 1;
     int piece_offset[E];  // where this lane's load k reads in a row
 #pragma unroll
