@@ -71,9 +71,9 @@
 // growth not broken down) with 32% of its stall samples on loads (before: 43%), in the same time;
 // box31 takes 104 -> 91 us, its strips now 33 rows long.
 // The DRAM bytes over the filter's own are likeliest box31's leaving rows read again from DRAM:
-// each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2096 warps of its single
-// wave is about 103 MB, more than the L2 holds; box9's (10 rows, 15 KB) over the 2112 warps
-// resident at a time is 32 MB, and box9 moved 205 MB. Staging the stores (below) had not changed
+// each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2112 warps resident at a
+// time (2096 in the single wave of the 33-row strips) is about 103 MB, more than the L2 holds;
+// box9's (10 rows, 15 KB) over as many warps is 32 MB, and box9 moved 205 MB. Staging the stores (below) had not changed
 // them: it saved L2 and L1 sectors, not DRAM bytes.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
