@@ -73,8 +73,8 @@
 // The DRAM bytes over the filter's own are likeliest box31's leaving rows read again from DRAM:
 // each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2112 warps resident at a
 // time (2096 in the single wave of the 33-row strips) is about 103 MB, more than the L2 holds;
-// box9's (10 rows, 15 KB) over as many warps is 32 MB, and box9 moved 205 MB. Staging the stores (below) had not changed
-// them: it saved L2 and L1 sectors, not DRAM bytes.
+// box9's (10 rows, 15 KB) over as many warps is 32 MB, and box9 moved 205 MB. Staging the stores
+// (below) had not changed them: it saved L2 and L1 sectors, not DRAM bytes.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
 // and 103.3; with coalesced copies, 4 slots: 83.4 and 104.6 against 75.4 and 103.9); coalesced
@@ -84,8 +84,8 @@
 // cp.async.bulk.prefetch of the warp's span per row) with the leaving rows loaded evict-first
 // (box31 126.6 us against 122.3 with the hint alone; with the stores staged, 119.0 against 103.4);
 // at 80 registers (3 blocks of 8 warps per SM) the row loop spills (box31 136.3 against 119.3).
-// Earlier forms: stored as computed, each lane's three 16-byte pieces 48 bytes apart made each
-// store instruction write half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
+// Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
+// instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
 // staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
 // warps, one in eight, issued 37% of the instructions (65.0 M on box31, 126.6 us), and each strip's
 // first rows were summed in padded batches.
