@@ -323,7 +323,6 @@ const std::map<std::string, bool (*)(const Mask&)> kMaskRestricted = {
     {"conv.register_tile", &up_to_9x9},           {"conv.integer_mma", &up_to_9x9},
     {"conv.separable_row_mma", &separable_up_to_9x9}, {"conv.box_pixel_lanes", &is_box}};
 
-
 // The table itself holds what the issue asks for, so that a shrunken table cannot pass unnoticed.
 TEST(ConformanceTable, CoversTheRequiredProblems) {
     if (reduced_table()) GTEST_SKIP() << "the reduced table is for sanitizer runs";
