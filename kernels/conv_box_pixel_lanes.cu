@@ -70,11 +70,18 @@
 // rows' loop 388 a warp and row, before 385; the first rows' pair 116, before 87; the rest of the
 // growth not broken down) with 32% of its stall samples on loads (before: 43%), in the same time;
 // box31 takes 104 -> 91 us, its strips now 33 rows long.
-// The DRAM bytes over the filter's own are likeliest box31's leaving rows read again from DRAM:
-// each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2112 warps resident at a
-// time (2096 in the single wave of the 33-row strips) is about 103 MB, more than the L2 holds;
-// box9's (10 rows, 15 KB) over as many warps is 32 MB, and box9 moved 205 MB. Staging the stores
-// (below) had not changed them: it saved L2 and L1 sectors, not DRAM bytes.
+// Where the time goes now: Nsight Compute on this form (clocks unlocked, H200, 2026-11-30), 8K RGB:
+//   box31 (32x2 rows=33, 94.9 us under the profiler): 36.0 M warp instructions, issue slots 38%
+//   busy, 23% achieved occupancy, 51% of the stall samples on global loads (long scoreboard), and
+//   DRAM 225 MB read, 2.26 times the 99.5 MB input, with an L2 hit rate of 41% (84 MB written back
+//   while it ran). Each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2112
+//   warps resident at a time (2096 in the single wave of the 33-row strips) is about 103 MB, more
+//   than the L2's 60 MB, so leaving rows come back from DRAM: the 308 MB moved take 74 us at the
+//   copy kernel's own rate, before any other cost;
+//   box9 (32x2 rows=11, 79.3 us): 33.8 M instructions, issue 42%, 35% of the samples on loads,
+//   123 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
+//   box3 (32x8 rows=33, 62.7 us): 28.4 M instructions, issue 44%, 103 MB read (1.04x).
+// Staging the stores (below) had not changed the DRAM bytes: it saved L2 and L1 sectors.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
 // and 103.3; with coalesced copies, 4 slots: 83.4 and 104.6 against 75.4 and 103.9); coalesced
@@ -84,6 +91,23 @@
 // cp.async.bulk.prefetch of the warp's span per row) with the leaving rows loaded evict-first
 // (box31 126.6 us against 122.3 with the hint alone; with the stores staged, 119.0 against 103.4);
 // at 80 registers (3 blocks of 8 warps per SM) the row loop spills (box31 136.3 against 119.3).
+// Tried and dropped on this form (2026-11-30, same kind of runs; box9 and box31 against this file's
+// in the same run):
+//   - each pair of strips that start at one boundary (one walking up, one down, in one block)
+//     summing half of the shared first rows each and adding the other's through shared memory
+//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90;
+//     the call timed out in the tuning of box31 (a hang, not looked into further);
+//   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
+//     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
+//     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
+//     at 66-row strips (1056 warps, 52 MB) still come close to the L2's 60 MB;
+//   - more warps per SM by a register cap (__maxnreg__; the tuner's occupancy): 104 (25%, as now)
+//     74.6 and 91.5 against 74.6 and 90.9; 96 (31%, small spills) 77.4 and 96.5; 88 (31%, more
+//     spills) 80.5 and 109.3;
+//   - L2 policies: the entering and first rows evict-last for a fraction 0.3, 0.5 or 1 of their
+//     lines (createpolicy.fractional), the leaving rows evict-first: box9 73.0 to 73.4 (tuned to
+//     rows=33) against 74.7, box31 91.9 to 92.3 against 89.5: with windows larger than the L2,
+//     keeping some lines does not keep the ones about to leave.
 // Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
 // instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
 // staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
