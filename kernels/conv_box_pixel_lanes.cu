@@ -95,8 +95,11 @@
 // in the same run):
 //   - each pair of strips that start at one boundary (one walking up, one down, in one block)
 //     summing half of the shared first rows each and adding the other's through shared memory
-//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90;
-//     the call timed out in the tuning of box31 (a hang, not looked into further);
+//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90,
+//     nothing gained. That copy was wrong for odd ry (the leftover row added after the exchange,
+//     so the partner never had it: box3 failed the exact suite); its box31 tuning did not end
+//     within the call, likeliest in the verifier, which held each difference of 1 to the tie
+//     bound (961 terms each; harness/verify.cpp now stops those checks at the first failure);
 //   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
 //     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
 //     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
