@@ -62,7 +62,7 @@ std::string Verification::summary() const {
         unchecked == 0 ? std::string()
                        : fmt::format("; {} more differ by 1, not checked against the tie bound after the first", unchecked);
     return fmt::format("{} of {} values differ; first at x={} y={} c={}: {}, reference {}{}{}", differing, compared,
-                       first->x, first->y, first->c, first->value, first->expected, unchecked_text, ties);
+                       first->x, first->y, first->c, first->value, first->expected, ties, unchecked_text);
 }
 
 double fp32_tie_bound(int taps, double magnitude) {

@@ -76,7 +76,8 @@ TEST(Verify, RefusesOneAwayFromATie) {
 
 // Once an element breaks the rule the verdict is made: later differences of 1 are counted as
 // unchecked, not each held to the tie bound (which recomputes the element's exact sum: minutes on
-// a wrong 8K result under a 31x31 mask). A tie before the first failure is still tolerated.
+// a wrong 8K result under a 31x31 mask). A tie before the first failure is still tolerated; one
+// after it is unchecked. (That the costly check is skipped shows only in the time, not tested.)
 TEST(Verify, DifferencesOfOneAfterTheFirstFailureAreCountedUnchecked) {
     const ImageU8 input = test::gray_image(5, 1, {1, 5, 7, 9, 11});
     const Mask half = single(0.5f);  // the reference rounds 0.5 to 0: 1 there is within the tie bound
@@ -86,7 +87,7 @@ TEST(Verify, DifferencesOfOneAfterTheFirstFailureAreCountedUnchecked) {
     actual.at(0, 0, 0) = 1;                                                     // a tie: tolerated
     actual.at(1, 0, 0) = static_cast<std::uint8_t>(reference.at(1, 0, 0) + 2);  // breaks the rule
     actual.at(2, 0, 0) = static_cast<std::uint8_t>(reference.at(2, 0, 0) + 1);  // unchecked
-    actual.at(3, 0, 0) = static_cast<std::uint8_t>(reference.at(3, 0, 0) - 1);  // unchecked
+    actual.at(3, 0, 0) = static_cast<std::uint8_t>(reference.at(3, 0, 0) + 1);  // a tie (4.5), unchecked
     actual.at(4, 0, 0) = static_cast<std::uint8_t>(reference.at(4, 0, 0) + 3);  // breaks the rule
     const Verification v = verify_convolution(input, half, Border{}, reference, actual);
     EXPECT_FALSE(v.ok());
