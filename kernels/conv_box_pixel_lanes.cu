@@ -73,13 +73,13 @@
 // Where the time goes now: Nsight Compute on this form (clocks unlocked, H200, 2026-11-30), 8K RGB:
 //   box31 (32x2 rows=33, 94.9 us under the profiler): 36.0 M warp instructions, issue slots 38%
 //   busy, 23% achieved occupancy, 51% of the stall samples on global loads (long scoreboard), and
-//   DRAM 225 MB read, 2.26 times the 99.5 MB input, with an L2 hit rate of 41% (84 MB written back
-//   while it ran). Each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2112
-//   warps resident at a time (2096 in the single wave of the 33-row strips) is about 103 MB, more
-//   than the L2's 60 MB, so leaving rows come back from DRAM: the 308 MB moved take 74 us at the
-//   copy kernel's own rate, before any other cost;
+//   DRAM 224.6 MB read, 2.26 times the 99.5 MB input, with an L2 hit rate of 41% (83.6 MB written
+//   back while it ran). Each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2096
+//   warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB, so
+//   leaving rows come back from DRAM: the 308 MB moved take 74 us at the copy kernel's own rate,
+//   before any other cost;
 //   box9 (32x2 rows=11, 79.3 us): 33.8 M instructions, issue 42%, 35% of the samples on loads,
-//   123 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
+//   122.6 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
 //   box3 (32x8 rows=33, 62.7 us): 28.4 M instructions, issue 44%, 103 MB read (1.04x).
 // Staging the stores (below) had not changed the DRAM bytes: it saved L2 and L1 sectors.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
@@ -95,10 +95,11 @@
 // in the same run):
 //   - each pair of strips that start at one boundary (one walking up, one down, in one block)
 //     summing half of the shared first rows each and adding the other's through shared memory
-//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90,
-//     nothing gained. That copy was wrong for odd ry (the leftover row added after the exchange,
-//     so the partner never had it: box3 failed the exact suite); its box31 tuning did not end
-//     within the call, likeliest in the verifier, which held each difference of 1 to the tie
+//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90
+//     (the call ended before its benchmarks), nothing gained. With odd ry each warp's share of the
+//     2 ry shared rows is odd, and that copy added the leftover row after the exchange, so the
+//     partner never had it: box3 failed the exact suite (a later call); its box31 tuning did not
+//     end within the call, likeliest in the verifier, which held each difference of 1 to the tie
 //     bound (961 terms each; harness/verify.cpp now stops those checks at the first failure);
 //   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
 //     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
@@ -109,8 +110,8 @@
 //     spills) 80.5 and 109.3;
 //   - L2 policies: the entering and first rows evict-last for a fraction 0.3, 0.5 or 1 of their
 //     lines (createpolicy.fractional), the leaving rows evict-first: box9 73.0 to 73.4 (tuned to
-//     rows=33) against 74.7, box31 91.9 to 92.3 against 89.5: with windows larger than the L2,
-//     keeping some lines does not keep the ones about to leave.
+//     rows=33) against 74.7, box31 91.9 to 92.3 against 89.5, dropped for box31's loss: with
+//     windows larger than the L2, keeping some lines does not keep the ones about to leave.
 // Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
 // instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
 // staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
