@@ -40,7 +40,7 @@ struct PixelMismatch {
 
 struct Verification {
     std::size_t compared = 0;   // elements compared
-    std::size_t differing = 0;  // elements that break the rule (after the first: those off by more than 1)
+    std::size_t differing = 0;  // elements that break the rule (after the first, a convolution's off by 1 are unchecked)
     std::size_t tolerated = 0;  // off by 1 next to an fp32 rounding tie, before the first failure (convolution only)
     // Elements off by 1 after the first differing one, not checked against the tie bound: the
     // verdict is already made, and each check recomputes the element's exact sum (a 31x31 mask:
