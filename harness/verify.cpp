@@ -94,8 +94,8 @@ Verification verify_convolution(const ImageU8& input, const Mask& mask, Border b
 
 template <class T>
 Verification verify_exact(const HostImage<T>& reference, const HostImage<T>& actual) {
-    const auto never = [](std::int64_t, std::int64_t) { return false; };
-    return compare(reference, actual, never, [](int, int, int, std::int64_t, std::int64_t) { return false; });
+    const auto never = [](auto...) { return false; };  // no difference is a candidate, so none is tolerated
+    return compare(reference, actual, never, never);
 }
 
 template Verification verify_exact(const HostImage<std::uint8_t>&, const HostImage<std::uint8_t>&);
