@@ -100,7 +100,7 @@
 //     2 ry shared rows is odd, and that copy added the leftover row after the exchange, so the
 //     partner never had it: box3 failed the exact suite (a later call); its box31 tuning did not
 //     end within the call, likeliest in the verifier, which held each difference of 1 to the tie
-//     bound (961 terms each; harness/verify.cpp now stops those checks at the first failure);
+//     bound (961 terms each, one thread);
 //   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
 //     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
 //     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
