@@ -91,16 +91,25 @@
 // cp.async.bulk.prefetch of the warp's span per row) with the leaving rows loaded evict-first
 // (box31 126.6 us against 122.3 with the hint alone; with the stores staged, 119.0 against 103.4);
 // at 80 registers (3 blocks of 8 warps per SM) the row loop spills (box31 136.3 against 119.3).
-// Tried and dropped on this form (2026-11-30, same kind of runs; box9 and box31 against this file's
-// in the same run):
+// Tried and dropped on this form (2026-11-30, same kind of runs, each against this file's in the
+// same run):
 //   - each pair of strips that start at one boundary (one walking up, one down, in one block)
 //     summing half of the shared first rows each and adding the other's through shared memory
-//     (a named barrier per pair): box9 tuned at 74.9 us (32x4 rows=8), the committed run's 74.90
-//     (the call ended before its benchmarks), nothing gained. With odd ry each warp's share of the
-//     2 ry shared rows is odd, and that copy added the leftover row after the exchange, so the
-//     partner never had it: box3 failed the exact suite (a later call); its box31 tuning did not
-//     end within the call, likeliest in the verifier, which held each difference of 1 to the tie
-//     bound (961 terms each, one thread);
+//     (a named barrier per pair; with odd ry the leftover row joins the warp's share before the
+//     exchange, as a first copy did not, which failed the exact suite on box3): box3 62.8, box9
+//     74.3, box31 90.5 us against 62.1, 74.5, 91.0. Half of box31's first-row loads gone, nothing
+//     gained: those loads were not what held it;
+//   - the kept form: that pair, with the 2 ry shared first rows kept in shared memory (in the
+//     span's order, 30 rows of 1536 bytes on box31) as the leaving rows of the walk, so that no
+//     leaving row is loaded again; the entering rows two ahead in registers. All 848 of the
+//     variant's GPU tests passed. box31 118.0 us (32x2 rows=33), box9 83.6 (rows=11), box3 75.7,
+//     against 91.0, 74.5, 62.1. Nsight Compute (clocks unlocked) on box31: DRAM read 120.1 MB,
+//     1.21x the input (this file: 2.26x), which confirms that the leaving rows were what came back
+//     from DRAM; but 54 KB of shared memory per pair (kept rows and staging) leave 8 warps per
+//     SM (11.6% achieved occupancy), issue slots 29% busy, 40% of the stall samples on global
+//     loads: latency, not bytes, now holds it. On box9 (16 warps per SM, as here) the loop,
+//     unrolled twice for its two entering rows in registers, grew to 417 instructions a row (this
+//     file: 388), and 14% of the stall samples waited on the instruction cache;
 //   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
 //     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
 //     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
@@ -112,6 +121,10 @@
 //     lines (createpolicy.fractional), the leaving rows evict-first: box9 73.0 to 73.4 (tuned to
 //     rows=33) against 74.7, box31 91.9 to 92.3 against 89.5, dropped for box31's loss: with
 //     windows larger than the L2, keeping some lines does not keep the ones about to leave.
+//     Gated on the radius (the hints where ry <= 7, else the loads' policy evict-normal) and with
+//     the put-sync-own sequence as one helper: box9 73.6 (rows=33) against 74.9, box3 63.6 and
+//     box31 92.3 against 62.4 and 91.2; the helper with every load evict-normal: 63.2, 76.3 and
+//     91.9. Dropped: 1.7% on box9 for 1 to 2% on the others.
 // Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
 // instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
 // staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
