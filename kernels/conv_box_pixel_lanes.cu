@@ -81,6 +81,10 @@
 //   box9 (32x2 rows=11, 79.3 us): 33.8 M instructions, issue 42%, 35% of the samples on loads,
 //   122.6 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
 //   box3 (32x8 rows=33, 62.7 us): 28.4 M instructions, issue 44%, 103 MB read (1.04x).
+// Every shape of the tuning space under Nsight Compute (2026-11-30, klab tune's launches; the
+// table is in docs/adding-a-variant.md): shorter strips read less from DRAM but sum more first
+// rows. box31 reads 1.13x the input at rows=8 (128 us), 1.49x at 11 (117), 2.24x at 33 (94, the
+// fastest); box9 1.06x at 8 (86 us), 1.22x at 11 (80), 1.74x at 33 (79): box9 is not held by DRAM.
 // Staging the stores (below) had not changed the DRAM bytes: it saved L2 and L1 sectors.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
