@@ -106,8 +106,10 @@
 //   - the kept form: that pair, with the 2 ry shared first rows kept in shared memory (in the
 //     span's order, 30 rows of 1536 bytes on box31) as the leaving rows of the walk, so that no
 //     leaving row is loaded again; the entering rows two ahead in registers. All 848 of the
-//     variant's GPU tests passed. box31 118.0 us (32x2 rows=33), box9 83.6 (rows=11), box3 75.7,
-//     against 91.0, 74.5, 62.1. Nsight Compute (clocks unlocked) on box31: DRAM read 120.1 MB,
+//     variant's GPU tests passed. box31 118.0 us (32x2 rows=33), box9 83.6 (rows=11), box3 75.7;
+//     it replaced this file in its run, so the comparison is with the call before: 91.0, 74.5,
+//     62.1 (conv.box_warp_ring beside the kept form, as a check on the machine: box9 74.7, the
+//     committed run's 74.36). Nsight Compute (clocks unlocked) on box31: DRAM read 120.1 MB,
 //     1.21x the input (this file: 2.26x), which confirms that the leaving rows were what came back
 //     from DRAM; but 54 KB of shared memory per pair (kept rows and staging) leave 8 warps per
 //     SM (11.6% achieved occupancy), issue slots 29% busy, 40% of the stall samples on global
