@@ -81,11 +81,12 @@
 //   box9 (32x2 rows=11, 79.3 us): 33.8 M instructions, issue 42%, 35% of the samples on loads,
 //   122.6 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
 //   box3 (32x8 rows=33, 62.7 us): 28.4 M instructions, issue 44%, 103 MB read (1.04x).
-// Every shape of the tuning space under Nsight Compute (2026-11-30, klab tune's launches; the
-// table is in docs/adding-a-variant.md): shorter strips read less from DRAM but sum more first
-// rows. box31 reads 1.13x the input at rows=8 (128 us), 1.49x at 11 (117), 2.24x at 33 (94, the
-// fastest); box9 1.06x at 8 (86 us), 1.22x at 11 (80), 1.74x at 33 (79): box9 is not held by DRAM.
 // Staging the stores (below) had not changed the DRAM bytes: it saved L2 and L1 sectors.
+// Every shape of the tuning space under Nsight Compute (2026-11-30, klab tune's launches,
+// scripts/gpu-sweep.sh; the table is in docs/adding-a-variant.md): at a full wave or more, shorter
+// strips read less from DRAM but sum more first rows. box31 reads 1.13x the input at rows=8 (129
+// us), 1.49x at 11 (117), 2.24x at 33 (94, the fastest); box9 1.06x at 8 (86 us), 1.22x at 11
+// (80), 1.74x at 33 (79): box9 is not held by DRAM.
 // Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
 // shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
 // and 103.3; with coalesced copies, 4 slots: 83.4 and 104.6 against 75.4 and 103.9); coalesced
@@ -107,15 +108,16 @@
 //     span's order, 30 rows of 1536 bytes on box31) as the leaving rows of the walk, so that no
 //     leaving row is loaded again; the entering rows two ahead in registers. All 848 of the
 //     variant's GPU tests passed. box31 118.0 us (32x2 rows=33), box9 83.6 (rows=11), box3 75.7;
-//     it replaced this file in its run, so the comparison is with the call before: 91.0, 74.5,
-//     62.1 (conv.box_warp_ring beside the kept form, as a check on the machine: box9 74.7, the
-//     committed run's 74.36). Nsight Compute (clocks unlocked) on box31: DRAM read 120.1 MB,
-//     1.21x the input (this file: 2.26x), which confirms that the leaving rows were what came back
-//     from DRAM; but 54 KB of shared memory per pair (kept rows and staging) leave 8 warps per
-//     SM (11.6% achieved occupancy), issue slots 29% busy, 40% of the stall samples on global
-//     loads: latency, not bytes, now holds it. On box9 (16 warps per SM, as here) the loop,
-//     unrolled twice for its two entering rows in registers, grew to 417 instructions a row (this
-//     file: 388), and 14% of the stall samples waited on the instruction cache;
+//     it replaced this file in its run, so the comparison is with this file in an earlier run of
+//     the same day: 91.0, 74.5, 62.1 (conv.box_warp_ring beside the kept form, as a check on the
+//     machine: box9 74.7, the committed run's 74.36). Nsight Compute (clocks unlocked) on box31:
+//     DRAM read 120.1 MB, 1.21x the input (this file: 2.26x), which confirms that the leaving
+//     rows were what came back from DRAM; but 54 KB of shared memory per pair (kept rows and
+//     staging) leave 8 warps per SM (11.6% achieved occupancy), issue slots 29% busy, 40% of the
+//     stall samples on global loads: latency, not bytes, now holds it. On box9 (16 warps per SM,
+//     as here) the loop, unrolled twice for its two entering rows in registers, grew to 417
+//     instructions a row (this file: 388), and 14% of the stall samples waited on the
+//     instruction cache;
 //   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
 //     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
 //     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
@@ -129,8 +131,8 @@
 //     windows larger than the L2, keeping some lines does not keep the ones about to leave.
 //     Gated on the radius (the hints where ry <= 7, else the loads' policy evict-normal) and with
 //     the put-sync-own sequence as one helper: box9 73.6 (rows=33) against 74.9, box3 63.6 and
-//     box31 92.3 against 62.4 and 91.2; the helper with every load evict-normal: 63.2, 76.3 and
-//     91.9. Dropped: 1.7% on box9 for 1 to 2% on the others.
+//     box31 92.3 against 62.4 and 91.2; the helper with every load evict-normal: box3 63.2, box9
+//     76.3, box31 91.9. Dropped: 1.7% on box9 for 1 to 2% on the others.
 // Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
 // instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
 // staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their

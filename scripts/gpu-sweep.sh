@@ -10,8 +10,9 @@
 # Usage: bash scripts/gpu-sweep.sh VARIANT CLASS   e.g. conv.box_pixel_lanes 8K/31x31/c3/aos
 #   INPUT_MB=99.5328  adds DRAM read as a multiple of the filter's input (MB = 10^6 bytes)
 #   KERNEL=REGEX      profiles only the kernels whose names match (default: every kernel of the run)
-# Logs and the table under $OUT (default build/gpu-sweep): sweep.csv (klab tune's output, then
-# Nsight's CSV), sweep.err, sweep.txt.
+# Logs and the table under $OUT (default build/gpu-sweep): build.log, sweep.csv (klab tune's output
+# and Nsight's messages, then its CSV), sweep.err, sweep.txt. Shapes whose parameters leave the block
+# and the grid alike (an unroll factor, a prefetch depth) share one line.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-build/gpu-sweep}
@@ -34,13 +35,15 @@ if ! { cmake --preset release >"$OUT/build.log" 2>&1 && cmake --build --preset r
 fi
 echo "gpu-sweep: built in $(($(date +%s) - start)) s"
 
-scratch=$(mktemp -d)
+scratch=$(mktemp -d) || fail "mktemp -d failed: no scratch folder for klab tune's records"
 trap 'rm -rf "$scratch"' EXIT
 kernels=()
 [[ -n ${KERNEL:-} ]] && kernels=(-k "regex:$KERNEL")
 metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sector_hit_rate.pct
+start=$(date +%s)
 if ! ncu --clock-control none --csv --metrics "$metrics" "${kernels[@]}" \
   ./build/release/klab tune --results "$scratch" --variant "$variant" --class "$class" >"$OUT/sweep.csv" 2>"$OUT/sweep.err"; then
+  grep -E '^==ERROR==' "$OUT/sweep.csv" | head -n 5
   tail -n 5 "$OUT/sweep.err"
   fail "klab tune under ncu failed (logs: $OUT/sweep.csv, $OUT/sweep.err)"
 fi
@@ -48,5 +51,10 @@ grep -E '^\[[0-9]+/[0-9]+\]' "$OUT/sweep.csv" | sed 's/^/gpu-sweep: /'
 echo "gpu-sweep: profiled in $(($(date +%s) - start)) s"
 input=()
 [[ -n ${INPUT_MB:-} ]] && input=(--input-mb "$INPUT_MB")
-python3 scripts/shape_sweep.py "$OUT/sweep.csv" "${input[@]}" >"$OUT/sweep.txt" || fail "shape_sweep.py failed on $OUT/sweep.csv"
+if ! python3 scripts/shape_sweep.py "$OUT/sweep.csv" "${input[@]}" >"$OUT/sweep.txt"; then
+  # Nsight writes its own errors and warnings among the program's output ("No kernels were
+  # profiled": a KERNEL that matched none; counters refused to this user).
+  grep -E '^==(ERROR|WARNING)==' "$OUT/sweep.csv" | head -n 5
+  fail "no table from $OUT/sweep.csv (Nsight's messages above${KERNEL:+; did KERNEL=$KERNEL match no kernel?})"
+fi
 cat "$OUT/sweep.txt"

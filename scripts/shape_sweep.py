@@ -6,6 +6,8 @@ program's own output may come first (everything before the header line "ID",... 
 Launches are grouped by kernel, block and grid. Under `klab tune`, every shape of a variant's
 tuning space is launched many times, and its block and grid (the grid follows the tuning
 parameters, e.g. a strip height) tell it apart: one row per shape, the medians over its launches.
+Shapes that differ only in a parameter that leaves the block and the grid alike (an unroll factor,
+a prefetch depth) fall into one row: this table cannot tell them apart.
 Read metrics: dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum and
 lts__t_sector_hit_rate.pct, those of them the run has (at least one). --input-mb adds each row's
 DRAM read as a multiple of the filter's input.
@@ -17,6 +19,7 @@ import argparse
 import collections
 import csv
 import io
+import math
 import statistics
 import sys
 
@@ -30,8 +33,11 @@ HEADER = '"ID",'
 
 def value_of(row):
     """A metric's value in base units (bytes, seconds, percent)."""
-    unit, text = row["Metric Unit"], row["Metric Value"].replace(",", "")
-    number = float(text)
+    unit, text = row["Metric Unit"], row["Metric Value"]
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError:
+        raise ValueError(f"launch {row['ID']}, {row['Metric Name']}: '{text}' is not a number") from None
     if row["Metric Name"] in (READ, WRITE):
         if unit not in BYTES:
             raise ValueError(f"{row['Metric Name']}: unit '{unit}' is not one of {', '.join(BYTES)}")
@@ -53,8 +59,11 @@ def launches(text):
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
         if row.get("Metric Name") not in (READ, WRITE, TIME, HIT):
             continue
-        kernel, block, grid, metrics = found.setdefault(row["ID"], (row["Kernel Name"], row["Block Size"], row["Grid Size"], {}))
-        metrics[row["Metric Name"]] = value_of(row)
+        if row["ID"] not in found:
+            for size in (row["Block Size"], row["Grid Size"]):
+                threads(size)  # a size that is not "(x, y, z)" is refused here, with its launch
+            found[row["ID"]] = (row["Kernel Name"], row["Block Size"], row["Grid Size"], {})
+        found[row["ID"]][3][row["Metric Name"]] = value_of(row)
     if not found:
         raise ValueError(f"none of the metrics {READ}, {WRITE}, {TIME}, {HIT} was profiled")
     return found
@@ -62,8 +71,17 @@ def launches(text):
 
 def threads(size):
     """Threads in a "(x, y, z)" block or grid size."""
-    x, y, z = (int(part) for part in size.strip("()").split(","))
+    parts = size.strip().removeprefix("(").removesuffix(")").split(",")
+    try:
+        x, y, z = (int(part) for part in parts)
+    except ValueError:
+        raise ValueError(f"block or grid size '{size}' is not of the form (x, y, z)") from None
     return x * y * z
+
+
+def kernel_name(kernel):
+    """The kernel's short name (Nsight's metrics page writes an anonymous namespace as its details page does)."""
+    return ncu_summary.short_name(kernel, details_page=True)
 
 
 def table(found, input_mb=None):
@@ -77,15 +95,15 @@ def table(found, input_mb=None):
     if READ in present and input_mb:
         header.insert(header.index("read MB") + 1, "x input")
     lines = [header]
-    order = sorted(groups, key=lambda key: (ncu_summary.short_name(key[0]), -threads(key[1]) * threads(key[2]) // 32))
+    order = sorted(groups, key=lambda key: (kernel_name(key[0]), -threads(key[1]) * threads(key[2])))
     for kernel, block, grid in order:
         runs = groups[(kernel, block, grid)]
-        line = [ncu_summary.short_name(kernel), block, grid, str(threads(block) * threads(grid) // 32), str(len(runs))]
+        line = [kernel_name(kernel), block, grid, str(threads(block) * threads(grid) // 32), str(len(runs))]
         for metric in present:
             values = [metrics[metric] for metrics in runs if metric in metrics]
             median = statistics.median(values) if values else None
             if median is None:
-                line.append("-")
+                line += ["-", "-"] if metric == READ and input_mb else ["-"]
             elif metric in (READ, WRITE):
                 line.append(f"{median / 1e6:.1f}")
                 if metric == READ and input_mb:
@@ -102,11 +120,11 @@ def table(found, input_mb=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("csv", help="what `ncu --csv --metrics ...` printed (the program's own output before it is skipped)")
+    parser.add_argument("csv", help="what `ncu --csv --metrics ...` printed (any output before the CSV's header is skipped)")
     parser.add_argument("--input-mb", type=float, help="the filter's input in MB (10^6 bytes): adds DRAM read as a multiple of it")
     args = parser.parse_args()
-    if args.input_mb is not None and args.input_mb <= 0:
-        parser.error(f"--input-mb {args.input_mb}: give the input's size in MB, a number > 0")
+    if args.input_mb is not None and not (math.isfinite(args.input_mb) and args.input_mb > 0):
+        parser.error(f"--input-mb {args.input_mb}: give the input's size in MB, a finite number > 0")
     try:
         with open(args.csv, encoding="utf-8") as handle:
             found = launches(handle.read())

@@ -77,7 +77,7 @@ TEST(Verify, RefusesOneAwayFromATie) {
 // Once an element breaks the rule the verdict is made: later differences of 1 are counted as
 // unchecked, not each held to the tie bound (which recomputes the element's exact sum: minutes on
 // a wrong 8K result under a 31x31 mask). A tie before the first failure is still tolerated; one
-// after it is unchecked. (That the costly check is skipped shows only in the time, not tested.)
+// after it is unchecked: element 3 below, within the bound, which the tie check would tolerate.
 TEST(Verify, DifferencesOfOneAfterTheFirstFailureAreCountedUnchecked) {
     const ImageU8 input = test::gray_image(5, 1, {1, 5, 7, 9, 11});
     const Mask half = single(0.5f);  // the reference rounds 0.5 to 0: 1 there is within the tie bound

@@ -66,6 +66,26 @@ class Table(unittest.TestCase):
         self.assertEqual(lines[0].split(), ["kernel", "block", "grid", "warps", "launches", "read", "MB", "time", "us"])
         self.assertEqual(lines[1].split()[-4:], ["40", "2", "2.0", "2.1"])
 
+    def test_shapes_are_grouped_by_block_and_grid_and_listed_most_warps_first(self):
+        # A twice (64 x 10 threads: 20 warps), then B (A's grid, another block: 10 warps), then C
+        # (A's block, another grid: 40 warps).
+        shapes = [(0, "(64, 1, 1)", "(10, 1, 1)", 100), (1, "(32, 1, 1)", "(10, 1, 1)", 200), (2, "(64, 1, 1)", "(10, 1, 1)", 300),
+                  (3, "(64, 1, 1)", "(20, 1, 1)", 400)]
+        text = "\n".join([HEADER] + [row(launch, "void k(int)", block, grid, "gpu__time_duration.sum", "ns", f"{ns * 1000}")
+                                      for launch, block, grid, ns in shapes])
+        lines = [line.split() for line in shape_sweep.table(shape_sweep.launches(text)).splitlines()[1:]]
+        self.assertEqual([(line[-3], line[-2], line[-1]) for line in lines], [("40", "1", "400.0"), ("20", "2", "200.0"),
+                                                                              ("10", "1", "200.0")])
+
+    def test_a_shape_without_a_metric_shows_a_dash_in_every_column_of_it(self):
+        text = "\n".join([HEADER,
+                          row(0, "void k(int)", "(32, 1, 1)", "(2, 1, 1)", "dram__bytes_read.sum", "byte", "2,000,000"),
+                          row(1, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "gpu__time_duration.sum", "ns", "5,000")])
+        lines = shape_sweep.table(shape_sweep.launches(text), input_mb=1.0).splitlines()
+        self.assertEqual(lines[0].split()[-6:], ["read", "MB", "x", "input", "time", "us"])
+        self.assertEqual(lines[1].split()[7:], ["2", "1", "2.0", "2.00", "-"])
+        self.assertEqual(lines[2].split()[7:], ["1", "1", "-", "-", "5.0"])
+
 
 class Errors(unittest.TestCase):
     def check_refused(self, text, *args, says):
@@ -88,10 +108,19 @@ class Errors(unittest.TestCase):
         text = "\n".join([HEADER, row(0, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "furlong", "1")])
         self.check_refused(text, says="unit 'furlong'")
 
-    def test_the_input_size_must_be_positive(self):
-        result = run(FIXTURE, "--input-mb", 0)
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("a number > 0", result.stderr)
+    def test_the_input_size_must_be_a_finite_positive_number(self):
+        for size in (0, -1, "nan", "inf"):
+            result = run(FIXTURE, "--input-mb", size)
+            self.assertNotEqual(result.returncode, 0, size)
+            self.assertIn("a finite number > 0", result.stderr)
+
+    def test_a_value_that_is_not_a_number_is_refused_with_its_launch_and_metric(self):
+        text = "\n".join([HEADER, row(7, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "byte", "n/a")])
+        self.check_refused(text, says="launch 7, dram__bytes_read.sum: 'n/a' is not a number")
+
+    def test_a_size_that_is_not_three_numbers_is_refused(self):
+        text = "\n".join([HEADER, row(0, "void k(int)", "(32, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "byte", "1")])
+        self.check_refused(text, says="'(32, 1)' is not of the form (x, y, z)")
 
     def test_a_missing_file_is_refused(self):
         result = run(ROOT / "no-such-file.csv")
