@@ -100,27 +100,21 @@ class Errors(unittest.TestCase):
     def test_output_without_ncu_csv_is_refused_with_the_reason(self):
         self.check_refused("tuning 1 job(s) on NVIDIA H200\n", says="was ncu run with --csv --metrics?")
 
-    def test_a_run_without_the_metrics_is_refused(self):
-        text = "\n".join([HEADER, row(0, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "sm__cycles_elapsed.avg", "cycle", "100")])
-        self.check_refused(text, says="none of the metrics")
-
-    def test_an_unknown_unit_is_refused(self):
-        text = "\n".join([HEADER, row(0, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "furlong", "1")])
-        self.check_refused(text, says="unit 'furlong'")
+    def test_a_run_with_a_bad_row_is_refused_with_what_was_wrong(self):
+        # (launch, block, metric, unit, value) of the run's one row, and what the refusal says.
+        cases = [((0, "(32, 1, 1)", "sm__cycles_elapsed.avg", "cycle", "100"), "none of the metrics"),
+                 ((0, "(32, 1, 1)", "dram__bytes_read.sum", "furlong", "1"), "unit 'furlong'"),
+                 ((7, "(32, 1, 1)", "dram__bytes_read.sum", "byte", "n/a"), "launch 7, dram__bytes_read.sum: 'n/a' is not a number"),
+                 ((0, "(32, 1)", "dram__bytes_read.sum", "byte", "1"), "'(32, 1)' is not of the form (x, y, z)")]
+        for (launch, block, metric, unit, value), says in cases:
+            with self.subTest(says=says):
+                self.check_refused("\n".join([HEADER, row(launch, "void k(int)", block, "(1, 1, 1)", metric, unit, value)]), says=says)
 
     def test_the_input_size_must_be_a_finite_positive_number(self):
         for size in (0, -1, "nan", "inf"):
             result = run(FIXTURE, "--input-mb", size)
             self.assertNotEqual(result.returncode, 0, size)
             self.assertIn("a finite number > 0", result.stderr)
-
-    def test_a_value_that_is_not_a_number_is_refused_with_its_launch_and_metric(self):
-        text = "\n".join([HEADER, row(7, "void k(int)", "(32, 1, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "byte", "n/a")])
-        self.check_refused(text, says="launch 7, dram__bytes_read.sum: 'n/a' is not a number")
-
-    def test_a_size_that_is_not_three_numbers_is_refused(self):
-        text = "\n".join([HEADER, row(0, "void k(int)", "(32, 1)", "(1, 1, 1)", "dram__bytes_read.sum", "byte", "1")])
-        self.check_refused(text, says="'(32, 1)' is not of the form (x, y, z)")
 
     def test_a_missing_file_is_refused(self):
         result = run(ROOT / "no-such-file.csv")
