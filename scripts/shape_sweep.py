@@ -59,11 +59,8 @@ def launches(text):
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
         if row.get("Metric Name") not in (READ, WRITE, TIME, HIT):
             continue
-        if row["ID"] not in found:
-            for size in (row["Block Size"], row["Grid Size"]):
-                threads(size)  # a size that is not "(x, y, z)" is refused here, with its launch
-            found[row["ID"]] = (row["Kernel Name"], row["Block Size"], row["Grid Size"], {})
-        found[row["ID"]][3][row["Metric Name"]] = value_of(row)
+        _, _, _, metrics = found.setdefault(row["ID"], (row["Kernel Name"], row["Block Size"], row["Grid Size"], {}))
+        metrics[row["Metric Name"]] = value_of(row)
     if not found:
         raise ValueError(f"none of the metrics {READ}, {WRITE}, {TIME}, {HIT} was profiled")
     return found
@@ -127,10 +124,10 @@ def main():
         parser.error(f"--input-mb {args.input_mb}: give the input's size in MB, a finite number > 0")
     try:
         with open(args.csv, encoding="utf-8") as handle:
-            found = launches(handle.read())
-    except (OSError, ValueError) as error:
+            text = table(launches(handle.read()), args.input_mb)
+    except (OSError, ValueError) as error:  # ValueError: the run's CSV, a value or a size it cannot read
         sys.exit(f"shape_sweep.py: {args.csv}: {error}")
-    print(table(found, args.input_mb))
+    print(text)
 
 
 if __name__ == "__main__":
