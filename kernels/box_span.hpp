@@ -92,7 +92,8 @@ __device__ __forceinline__ uint4 span_bytes(const std::uint8_t* row, int e, bool
 // H200, 2026-11-26). Numbered among the others, the edge warps of the grid's last strips started
 // last and finished long after the rest (the SMs were active for 75 to 89% of the kernel's time).
 // Numbered first, they start in the first wave and finish while the inner warps still run (the
-// variants' preambles give the gain). strip >= strips for the last block's spare warps.
+// variants' notes in kernels/notes/ give the gain). strip >= strips for the last block's spare
+// warps.
 struct WarpPlace {
     int strip;
     int tile;

@@ -56,88 +56,13 @@
 // Measured on an NVIDIA H200. The committed klab run at b793855 (results/nvidia-h200/, L2 flushed,
 // medians of 5; the 8K RGB rows' copy floor 47.51 us): 8K RGB AoS replicate box31 90.70 us (1.91x;
 // 32x2 rows=33; conv.box_warp_scan 122.56, npp.box 16602: 183x faster), box9 74.90 (1.58x; 32x2
-// rows=11; conv.box_warp_ring 74.36), box3 62.56 (1.32x; 32x8 rows=33). Experiment runs of the same
-// day (scripts/gpu-experiment.sh: klab tune on the 8K RGB AoS box classes, then klab-bench): box9
-// 75.1 and 74.7 us, box31 90.2 and 90.8, against 75.4 and 75.2, 103.9 and 104.3 for the form before
-// the loads were coalesced, in the same runs.
-// Why the loads were coalesced. Nsight Compute (clocks unlocked) on that form, box31 (32x8 rows=17,
-// 113.8 us under the profiler): 36.6 M warp instructions, 128 registers (25% theoretical
-// occupancy), issue slots 32% busy, L2 68% busy, DRAM 49.7% (about 272 MB moved for the 199 MB the
-// filter needs), 46% of the stall samples on global loads; the loop over a strip's first rows in
-// pairs, 12.6% of the instructions, held 32% of the samples. On box9 every load instruction asked
-// L2 for twice the sectors its bytes fill (29 a warp against the profiler's ideal 14.5), and L2 was
-// 76% busy. Coalesced, box9 runs 33.8 M instructions (before: 31.1 M; the largest block of the
-// rows' loop 388 a warp and row, before 385; the first rows' pair 116, before 87; the rest of the
-// growth not broken down) with 32% of its stall samples on loads (before: 43%), in the same time;
-// box31 takes 104 -> 91 us, its strips now 33 rows long.
-// Where the time goes now: Nsight Compute on this form (clocks unlocked, H200, 2026-11-30), 8K RGB:
-//   box31 (32x2 rows=33, 94.9 us under the profiler): 36.0 M warp instructions, issue slots 38%
-//   busy, 23% achieved occupancy, 51% of the stall samples on global loads (long scoreboard), and
-//   DRAM 224.6 MB read, 2.26 times the 99.5 MB input, with an L2 hit rate of 41% (83.6 MB written
-//   back while it ran). Each warp's window (2 ry + 2 = 32 rows of 1536 bytes, 49 KB) over the 2096
-//   warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB, so
-//   leaving rows come back from DRAM: the 308 MB moved take 74 us at the copy kernel's own rate,
-//   before any other cost;
-//   box9 (32x2 rows=11, 79.3 us): 33.8 M instructions, issue 42%, 35% of the samples on loads,
-//   122.6 MB read (1.23x; its windows of 10 rows come to 32 MB), L2 hit rate 61%;
-//   box3 (32x8 rows=33, 62.7 us): 28.4 M instructions, issue 44%, 103 MB read (1.04x).
-// Staging the stores (below) had not changed the DRAM bytes: it saved L2 and L1 sectors.
-// Every shape of the tuning space under Nsight Compute (2026-11-30, klab tune's launches,
-// scripts/gpu-sweep.sh; the table is in docs/adding-a-variant.md): at a full wave or more, shorter
-// strips read less from DRAM but sum more first rows. box31 reads 1.13x the input at rows=8 (129
-// us), 1.49x at 11 (117), 2.24x at 33 (94, the fastest); box9 1.06x at 8 (86 us), 1.22x at 11
-// (80), 1.74x at 33 (79): box9 is not held by DRAM.
-// Tried and dropped (same kind of runs): the entering rows through a ring of 4 or 8 slots in
-// shared memory filled by cp.async (box9 102.3 and 106.5 us, box31 135.1 and 138.1, against 75.3
-// and 103.3; with coalesced copies, 4 slots: 83.4 and 104.6 against 75.4 and 103.9); coalesced
-// loads with the entering rows two rows ahead in registers (79.6 and 94.8 against 74.7 and 90.8);
-// a strip's first rows in batches of four (75.2 and 107.8 against 75.3 and 103.3); before the
-// stores were staged, the entering rows prefetched into the L2 two or four rows ahead (one
-// cp.async.bulk.prefetch of the warp's span per row) with the leaving rows loaded evict-first
-// (box31 126.6 us against 122.3 with the hint alone; with the stores staged, 119.0 against 103.4);
-// at 80 registers (3 blocks of 8 warps per SM) the row loop spills (box31 136.3 against 119.3).
-// Tried and dropped on this form (2026-11-30, same kind of runs, each against this file's in the
-// same run):
-//   - each pair of strips that start at one boundary (one walking up, one down, in one block)
-//     summing half of the shared first rows each and adding the other's through shared memory
-//     (a named barrier per pair; with odd ry the leftover row joins the warp's share before the
-//     exchange, as a first copy did not, which failed the exact suite on box3): box3 62.8, box9
-//     74.3, box31 90.5 us against 62.1, 74.5, 91.0. Half of box31's first-row loads gone, nothing
-//     gained: those loads were not what held it;
-//   - the kept form: that pair, with the 2 ry shared first rows kept in shared memory (in the
-//     span's order, 30 rows of 1536 bytes on box31) as the leaving rows of the walk, so that no
-//     leaving row is loaded again; the entering rows two ahead in registers. All 848 of the
-//     variant's GPU tests passed. box31 118.0 us (32x2 rows=33), box9 83.6 (rows=11), box3 75.7;
-//     it replaced this file in its run, so the comparison is with this file in an earlier run of
-//     the same day: 91.0, 74.5, 62.1 (conv.box_warp_ring beside the kept form, as a check on the
-//     machine: box9 74.7, the committed run's 74.36). Nsight Compute (clocks unlocked) on box31:
-//     DRAM read 120.1 MB, 1.21x the input (this file: 2.26x), which confirms that the leaving
-//     rows were what came back from DRAM; but 54 KB of shared memory per pair (kept rows and
-//     staging) leave 8 warps per SM (11.6% achieved occupancy), issue slots 29% busy, 40% of the
-//     stall samples on global loads: latency, not bytes, now holds it. On box9 (16 warps per SM,
-//     as here) the loop, unrolled twice for its two entering rows in registers, grew to 417
-//     instructions a row (this file: 388), and 14% of the stall samples waited on the
-//     instruction cache;
-//   - 8 to 10 warps per SM (launch bounds 256 x 1: 169 to 184 registers) with the entering rows
-//     3 and the leaving rows 2 ahead in registers: 80.0 and 104.2 against 74.5 and 90.8 (5 and 3
-//     ahead, 206 to 216 registers: 84.2 and 107.9): fewer warps hide less, and box31's windows
-//     at 66-row strips (1056 warps, 52 MB) still come close to the L2's 60 MB;
-//   - more warps per SM by a register cap (__maxnreg__; the tuner's occupancy): 104 (25%, as now)
-//     74.6 and 91.5 against 74.6 and 90.9; 96 (31%, small spills) 77.4 and 96.5; 88 (31%, more
-//     spills) 80.5 and 109.3;
-//   - L2 policies: the entering and first rows evict-last for a fraction 0.3, 0.5 or 1 of their
-//     lines (createpolicy.fractional), the leaving rows evict-first: box9 73.0 to 73.4 (tuned to
-//     rows=33) against 74.7, box31 91.9 to 92.3 against 89.5, dropped for box31's loss: with
-//     windows larger than the L2, keeping some lines does not keep the ones about to leave.
-//     Gated on the radius (the hints where ry <= 7, else the loads' policy evict-normal) and with
-//     the put-sync-own sequence as one helper: box9 73.6 (rows=33) against 74.9, box3 63.6 and
-//     box31 92.3 against 62.4 and 91.2; the helper with every load evict-normal: box3 63.2, box9
-//     76.3, box31 91.9. Dropped: 1.7% on box9 for 1 to 2% on the others.
-// Earlier forms: stored as computed (piece k of neighbouring lanes 48 bytes apart), each store
-// instruction wrote half of many 32-byte sectors (box31 119.2 us, box9 89.7, box3 78.3;
-// staged: 103.4, 75.1, 61.1). Before that, the edge tiles walked byte by byte for every row: their
-// warps, one in eight, issued 37% of the instructions (65.0 M on box31, 126.6 us), and each strip's
-// first rows were summed in padded batches.
+// rows=11; conv.box_warp_ring 74.36), box3 62.56 (1.32x; 32x8 rows=33).
+// Where the time goes (Nsight Compute, clocks unlocked, H200, 2026-11-30, 8K RGB): box31 reads
+// 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes)
+// over the 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB,
+// so leaving rows come back from DRAM. box9 (33.8 M warp instructions, issue slots 42% busy, 35% of
+// the stall samples on loads) is not held by DRAM; box3 (28.4 M, 44%) reads 1.04x its input.
+// Measurements, profiles and every form tried and dropped: kernels/notes/conv_box_pixel_lanes.md.
 #include <array>
 #include <cstddef>
 #include <cstdint>

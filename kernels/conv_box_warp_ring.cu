@@ -37,96 +37,24 @@
 // 1/3/4 channels, AoS or SoA (one grid layer per plane), any pitch, any size. The block is 32 x N
 // threads (N = 2, 4 or 8 warps, tuned); shared memory per warp: 2 KB of column sources and the ring
 // (6.5 KB for a 9-row box).
-// Measured on an NVIDIA H200 before the edge tiles came first (committed klab run at e2a551b,
-// 2026-11-26: klab tune, then klab-bench, L2 flushed, medians of 5; copy floor of 8K RGB 47.6 us):
-// 8K RGB AoS box9 95.3 us (2.00x the copy
-// floor; npp.box 1717 us: 18.0x faster; conv.box_warp_scan 117.5 us in the same run), box3 76.9 us
-// (1.61x; 105.2), both tuned to 32x2 rows=16 (37.5% theoretical occupancy: 57 registers and the
-// ring). probes/box_lane_slide.cu runs the same design, box 9 fixed at compile time, in 73.6 us
-// (32-row strips); the difference is this variant's generality (the bordered lanes' path, both
-// rounding forms); on 2026-11-26 most of that gap proved to be the edge warps (below).
-// Nsight Compute (8K RGB box9, 32x2 rows=16, before the edge tiles came first): 52.2 M warp
-// instructions, 252 per warp and output row: the row loop 157 (45 byte permutes, 32 three-input
-// adds, 16 multiply-highs, 12 shuffles), the next row's copy 38 (on 75% of the rows), the strip's 13
-// ring copies of 41 instructions (33 per output row at 16-row strips), its setup 310 (19 per row);
-// issue slots 55% busy, 160 K SM-active cycles. probes/box_lane_slide.cu (the same design, box 9
-// fixed, 32-row strips): 39.3 M at 57% in 121 K. The warps of the first and last tile of each strip
-// (tiles 0 and 47 of 8K RGB) run the bordered lanes' byte path (span_bytes) for every ring row, about
-// 128 instructions per ring row: 1.8x an inner warp's instructions.
-// Edge tiles first (2026-11-26): numbered in row order, those warps ran among the grid's last and set
-// its end (the SMs were active for 89% of the kernel's time at 16-row strips, 75% at strips of one
-// wave). Warps are now numbered edge tiles first (box_span::warp_place), so that they start in the
-// first wave. Copies of this file on the H200 (scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3
-// and box9, then klab-bench, L2 flushed, medians of 5): box3 77.4 -> 67.5 us (32x2 rows=16), box9
-// 95.6 -> 81.2 us, tuned to 32x4 rows=32 (with the edge warps out of the tail, longer strips pay: less
-// ring setup per row); 1.42x and 1.71x the copy floor (47.4 us). A copy with more strip heights to
-// choose from (16 to 66) tuned to the same shapes within 1%. results/nvidia-h200/ has the committed
-// run's figures. Nsight Compute on that (8K RGB box9, 32x4 rows=32): 47.3 M warp instructions, 228
-// per warp and output row (the row loop 157, the next row's copy 38 on 87.5% of the rows, the ring's
-// setup 17), issue slots 60% busy, the SMs active 92% of the kernel's cycles.
-// Interior strips step a pointer (2026-11-26): the strips whose ring rows all lie inside the image
-// copy them through a pointer stepped by one pitch instead of mapping each row by the border rule
-// (the next row's copy 38 -> 12 instructions; the row loop 157 -> 164, as the copy's two forms
-// share it). The same kind of runs: box3 67.4 -> 66.6 us, box9 81.3 -> 79.6 us (32x2 rows=16).
-// The walk compiled twice (2026-11-26): once for interior strips, once for the others, so that each
-// loop holds one form of the copy: box3 66.2 -> 65.7 us, box9 80.5 -> 76.7 us (tuned 32x2 rows=16;
-// the same kind of runs; 3 rows ahead instead of 4 on top of it: 66.4 and 77.9).
+// Warps are now numbered edge tiles first (box_span::warp_place), so that they start in the first
+// wave. Interior strips step a pointer: the strips whose ring rows all lie inside the image copy
+// them through a pointer stepped by one pitch instead of mapping each row by the border rule. The
+// walk compiled twice: once for interior strips, once for the others, so that each loop holds one
+// form of the copy.
 // Two sums per multiply-high (2026-11-29): the high half's output byte taken from the multiply-high
 // of the whole word instead of the half shifted down: the rounding of a lane's 16 bytes takes 36
 // instructions instead of 44 (8 shifts fewer). scripts/gpu-experiment.sh on the H200 (klab tune
 // on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed, medians of 5): box3 65.6 -> 64.4 us,
 // box9 76.7 -> 73.7 us, both tuned to 32x2 rows=16.
+// The committed klab run at b793855 (results/nvidia-h200/, H200, L2 flushed, medians of 5): 8K RGB
+// AoS box9 74.36 us at 32x2 rows=16 (1.57x the copy floor; npp.box 23.1x slower), box3 64.90 us
+// (1.37x), against conv.box_pixel_lanes's 74.90 and 62.56 in the same run.
 // Still about 1.55x on box9, above the 1.3x target: the row loop's ~150 instructions per warp and
 // row, issued at 55 to 60% of the slots, are most of it (the probe, with nothing but box 9, is at
 // 1.56x), and the structure alone is near the target: the probe's loop without the row sums (the
 // ring, the column slide and the stores: wrong pixels) runs at 1.28x to 1.50x the copy.
-// Tried and dropped (H200, 2026-11-26, before the edge tiles came first; copies of this file,
-// scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2 flushed,
-// medians of 5), box3 / box9 against this file's 77.0-77.5 / 95.2-95.6 us in the same runs:
-// - two output rows per step (independent add chains; 80 registers): 81.6 / 97.5 us;
-// - the normalized rounding on the FMA pipe (multiply-high, multiply-add with runtime constants,
-//   instead of ALU shifts, ands and byte permutes; the ALU pipe 60% -> 47% of the elapsed cycles):
-//   79.1 / 97.0; both: 82.1 / 97.5;
-// - the bordered lanes' column sources in local memory instead of 2 KB of shared memory per warp (32
-//   warps per SM instead of 24; achieved occupancy 31% -> 40%, issue slots still 55% busy): 78.8 /
-//   97.1; with 6 rows ahead (28 warps): 79.8 / 97.6; through a loop that is not inlined: 110.0 /
-//   143.6 (the bordered warps' byte loads in series);
-// - strips fitted to whole waves of resident warps, 66 rows (one wave) or 33 (two), box9: 111.2 and
-//   99.5 us (Nsight: 44.6 M and 47.1 M warp instructions against 52.2 M, but the SMs active 75% and
-//   82% of the elapsed cycles against 89%: the edge warps' tail, which the order above removes).
-// probes/box_mma_rows.cu: the row sums on the integer tensor cores are slower (92.5 us against
-// 73.9 for the scalar slide of probes/box_lane_slide.cu).
-// The structure's floor is its access pattern (probes/box_lane_slide.cu, H200, 2026-11-30): a copy
-// of the image in this variant's tiles (512 bytes loaded, the middle 480 stored) with the strip's 9
-// rows above runs at 1.24x to 1.38x the device-to-device copy, against 1.14x to 1.23x for warps
-// that store the 512 bytes they load, and the loop without the row sums runs at about that copy's
-// speed whatever carries the rows: 60.7 us through these rings, 60.2 through one ring per block
-// filled by bulk copies, 60.3 through registers and st.shared (the 9x9 box 74.1, 75.0 and 83.6).
-// Tiles whose stores start on 64- or 128-byte lines (448, 384 bytes), or whose loads do too (256
-// bytes, each byte read twice: 1.22x to 1.29x), cost about the same. Such a copy with each row's
-// edges exchanged through shared memory between two block barriers (blocks of 8 warps) ran at
-// 1.18x at 64-row strips. But the box built on it is slower (the probe's box_span_exchange, H200,
-// 2026-11-30): warps storing the 512 bytes they load, lanes 0 and 31 publishing their edge
-// columns' sums to the neighbouring warps through shared memory, ran the structure at 1.25x and the
-// 9x9 box at 86.3 us against 73.8 for these rings (probe against probe): the exchange adds a fifth
-// to the warp instructions, and its barrier a row takes 30% of the stall samples.
-// Nsight Compute on the probe's rings reads the ALU pipe 64% busy and 22% of the stall samples on
-// the math pipe's throttle: what holds this design is its integer work per byte, not its tiles.
-// Fewer instructions did not pay at the benchmark's clocks either (H200, 2026-11-30, copies of this
-// file, scripts/gpu-experiment.sh, klab tune on 8K RGB AoS box3 and box9, then klab-bench, L2
-// flushed, medians of 5 to 7; this file 74.2 to 74.3 us on box9, 64.6 to 65.0 on box3):
-// - interior warps whose lanes all load and store 16 bytes under the normalized box walking a loop
-//   without the bordered lanes' branch, the rounding's branch and the byte-by-byte stores, and with
-//   the last kAhead rows split off (38.5 M warp instructions against 43.4 M, 147 per warp and row
-//   against 152 on most rows): 75.5 to 75.8 us on box9 (box3 64.5 to 64.9), though Nsight Compute at
-//   its locked base clock (about 1.45 GHz) timed it at 88.9 us against 96.2. With the clocks left as
-//   klab-bench runs them (PROFILE_CLOCKS=unlocked; Nsight read 1.93 GHz) its issue slots were 50%
-//   busy against 58% and its stall samples on global memory 14% against 5%; with 5 or 6 rows ahead
-//   instead of 4: 75.6 and 74.1 us (this file with 6: 74.7);
-// - ALU work moved to the FMA pipe (this file at base clocks: the ALU pipe 69% busy, 18% of the
-//   stall samples on the math pipe's throttle): the misaligned words b[] as a multiply-high and a
-//   multiply-add each instead of a byte permute, 79.6 us; the rounding's packing as multiply-highs
-//   and multiply-adds, 75.9; both, 84.8.
+// Measurements, profiles and every form tried and dropped: kernels/notes/conv_box_warp_ring.md.
 #include <algorithm>
 #include <array>
 #include <cstdint>

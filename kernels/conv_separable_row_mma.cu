@@ -40,53 +40,11 @@
 // gauss9 135.2 us at 128x1 chunks=4, 2.46x its roofline (the FMA floor, 55.1 us; 2.85x the copy
 // floor), against conv.separable_column_first's 158.2 us in the same run; HD gauss9 23.1 us at 64x1
 // chunks=1 (column_first 36.1 us); 8K RGB SoA gauss9 160.9 us untuned (column_first 185.9 us).
-// Nsight Compute on the 8K gauss9 launch: 81.5 M warp instructions, 26.2 per output element (the
-// column pass 14.2: 9 FMAs, the rounding, the packing and the 2-byte store of each output; the row
-// pass 7.2 per row result, 4 of them the digits' combination, and 1.25 row results per output at
-// 4 chunks a strip; the rest each warp's set-up), issue slots 66% busy, 80 registers (37.5%
-// theoretical occupancy, 33% achieved), L1/shared-memory pipe 80% busy, the stalls mostly
-// not-selected (32%) and the loads (long scoreboard 14%). What is left to the roofline is the
-// instruction count: 26 per output where the FMAs are 9 column taps and the row pass's 4.
-// At the clocks klab-bench runs at (H200, 2026-11-30, Nsight Compute with --clock-control none; the
-// SM clock held at 1.75 GHz under this kernel, against 1.92 for the box filters): 77.6 M warp
-// instructions, issue slots 62% busy, 70% of the cycles with a warp eligible, the stall samples
-// not selected 30% (more warps ready than issue slots), on global loads 16%, on fixed-latency
-// dependencies 12%; the hottest code, the column pass of a chunk (453 instructions per warp for 32
-// outputs a lane), holds 256 FFMA, 32 FMUL, 32 F2IP, 24 LDS.64, 16 STG.U16 and 16 PRMT. At 100% of
-// the issue slots its instructions would take 84 us (1.52x the committed run's roofline, 55.23 us).
-// Both passes on the tensor cores, chained in registers (probes/gauss9_mma_chain.cu, H200,
-// 2026-11-30): the row pass turned so that its accumulators are the A operand of a column MMA, the
-// row results split into fp16 hi + lo, 3 column MMAs per 128 outputs: 200.8 us at best against
-// this file's 133.67 us, and no faster with 1 column MMA instead of 3. Nsight Compute, at 32-row
-// strips: 33 instructions per output against this file's 26, its loop alone 19.8 (the combination,
-// the split and one-byte stores around the MMAs), at 25% occupancy (108 registers). Its error
-// bound would also rest on the tensor cores' fp32 accumulation rounding, which is not documented.
-// The column pass in registers, dropped (H200, 2026-11-30; a variant file built on this one, not
-// landed: conformance suite 4676 of 4676 passed, klab tune on 8K RGB AoS 9x9, then klab-bench, L2
-// flushed, medians of 5; this file 133 to 134 us in the same runs): the row MMA turned (A = the
-// digits' band, M = 16 output elements, K = 64 window bytes in two MMAs; B = the pixels, one
-// 16-byte load per lane and step, N = 8 image rows), each lane of a quad its own sub-strip, so that
-// its accumulators are 2 columns x 2 consecutive row results; the column pass from a ring of 2R + 2
-// row results per column in registers; no shared memory. 231.5 us (128x1, sub-strips of 72 rows),
-// 122 registers (16 warps per SM); rows loaded 4 steps ahead instead of 2: 230.8 us (128
-// registers); capped at 80 registers: spills, 261.6 us. Nsight Compute (clocks unlocked, SM at 1.78
-// GHz): 73.4 M warp instructions (23.6 per output), the loop 54 per warp and step of 4 outputs a
-// lane (13.5 per output), but issue slots 33% busy; stall samples on global loads 26% (the MMAs
-// waiting for their rows), mio 17% and short scoreboard 16% (each warp's A operands read from the
-// parameter bank at per-lane offsets), and the top and bottom strips' bordered path (1002
-// instructions per 10 steps against 541) 16% of the instructions. At this file's 62% of the issue
-// slots, its instructions would still take about 125 us. With those two
-// fixed (the digits' table copied into shared memory once per block; the edge strips' rows loaded
-// 16 bytes at a time, mapped by the border rule only outside the image; the next call, same kind
-// of run without the conformance suite, klab tune and klab-bench verifying every output): 187.2 us
-// (sub-strips of 32 rows), 175.4 us with __maxnreg__(96) (20 warps per SM, 4 bytes spilled), 182.4
-// us with 88, against 133 for this file: still 1.3x slower.
-// Tried and dropped on the way (same kind of runs, 2026-11-28): 32-element bands with each lane
-// computing 4 x 4 outputs from a ring of 32 rows (the column pass read 12 rows for 4, and the
-// chunk's input came by cp.async): 185 us, the shared-memory pipe 90% busy, the cp.async copies of
-// 64-byte row pieces taking 6 times their ideal wavefronts; the band at the image's left and right
-// edge copying its bytes one at a time, each waiting for its load: 182 us, those warps ending the
-// grid (now a lane maps its columns once and loads 4 rows at a time: 135 us).
+// Nsight Compute on the 8K gauss9 launch: 81.5 M warp instructions, 26.2 per output element, issue
+// slots 66% busy, 80 registers (37.5% theoretical occupancy, 33% achieved). What is left to the
+// roofline is the instruction count: 26 per output where the FMAs are 9 column taps and the row
+// pass's 4.
+// Measurements, profiles and every form tried and dropped: kernels/notes/conv_separable_row_mma.md.
 #include <algorithm>
 #include <array>
 #include <cmath>

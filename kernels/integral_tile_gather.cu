@@ -32,14 +32,12 @@
 // the carveout 90.9 (94.3). 4K gray u32, not cached, 21.3 (20.9).
 // What it adds over integral.lookback: no look-back. The look-back's round trips to L2 (publish,
 // wait on the predecessors' flags, read their values, publish again: twice per tile) ran while
-// other tiles were already writing their output; the globaltimer of each block on the H200 put
-// the first write of an average tile of 8K gray at 27.5 us, against 11.8 us for the end of its
-// reads. Here a tile starts writing as soon as its gather's loads return. It costs one more
-// launch and a second read of the row and column sums (L2, about 1/30 of a u32 output). The second
-// kernel is a programmatic dependent launch (where its code is compiled for sm_90 or later): its
-// blocks are placed on the SMs once every block of the first has started, and wait
-// (griddepcontrol.wait) only where they first read the sums, so the launch gap between the kernels
-// is gone (8K gray 102.6 -> 101.4 us, 4K gray 27.6 -> 25.8 us).
+// other tiles were already writing their output. Here a tile starts writing as soon as its gather's
+// loads return. It costs one more launch and a second read of the row and column sums (L2, about
+// 1/30 of a u32 output). The second kernel is a programmatic dependent launch (where its code is
+// compiled for sm_90 or later): its blocks are placed on the SMs once every block of the first has
+// started, and wait (griddepcontrol.wait) only where they first read the sums, so the launch gap
+// between the kernels is gone.
 // Traffic: the image read twice (the second time from L2 where it fits: gray 8K is 33 MB), the
 // output written once, the sums written once and read by the tiles to the right and below.
 // Exactness: every value is an integer sum; row sums, rowleft and the column prefixes fit u32
@@ -56,77 +54,10 @@
 // launches of one plan share it and must not overlap (launch a plan on one stream at a time).
 // Cost of the gather: a tile reads X row sums per row and Y column prefixes per column, and X * Y
 // totals, so it grows with the image's side in tiles (30 x 17 tiles on 8K gray).
-// Measured on an NVIDIA H200 (results/nvidia-h200/ has the committed run's figures with the L2
-// hints and the stepped walks, below). Device run of 2026-11-25 with the dependent launch and 8 gray
-// rows in flight in the tile sums (klab tune, then klab-bench, L2 flushed, medians of 5): 8K gray u64
-// 100.5 us, 1.43x the copy floor (npp.integral 1012.4 us: 10.1x faster); 4K gray u32 24.6 us
-// (1.72x; npp 240 us); 8K RGB AoS u64 310.1 us (1.47x). Before both (stop 29, medians of 3): 8K
-// gray 101.2 us, 4K gray 27.1 us, 4096x4096 gray u32 36.3 us (npp 520 us), 8K RGB 305.7 us.
-// Nsight Compute, 8K gray at 32x8 (stop 29, before both): tile sums 14.2 us (7.9 M warp
-// instructions, issue slots 55% busy, DRAM 51%), gather and output 85.6 us (DRAM 67%). Where the
-// rest goes (globaltimer per block): the gathers end 5.7 us after the kernel starts on average
-// (15 us at most), and the tiles finish between 42 and 85 us: the output's 265 MB alone take 67 us
-// when a kernel only writes them in this tile pattern (3.96 TB/s).
-// L2 hints and stepped walks (2026-11-26; copies of this file on the H200, scripts/gpu-experiment.sh,
-// klab tune, then klab-bench, L2 flushed, medians of 5; this file 99.8 us for 8K gray u64, 24.4 us
-// for 4K gray u32 and 304.3 us for 8K RGB in the same runs). The tile sums load the image as
-// L2Hint::keep (evict_last) and the gather's second read as L2Hint::last_use (evict_first), so that
-// the output's streaming stores do not push the image out of L2 between the two reads: 95.8 us
-// (keep alone 96.3). Nsight Compute cannot show this: it flushes L2 between kernels; it read the
-// tile sums as 7.76 M warp instructions, issue slots 59% busy, the 8-row loads' border mapping about
-// 23 instructions a row. Warps whose rows lie inside the image now step a pointer
-// (integral_tiles.hpp, for_each_row): 8K gray 94.2 us (the tile sums alone 95.0), 4K gray 20.4 us,
-// 8K RGB 301.0. Dropped in the same runs: the gather's rows 4 ahead instead of 2 (96.6 us with the
-// hints; 99.0 with both changes), the tile sums' rows as a rolling window of 8, 12 or 16 rows (95.3,
-// 96.0, 98.4: at the 64-register cap the deeper windows spill).
-// Tried and dropped (copies of this file on the H200, scripts/gpu-experiment.sh, klab-bench, L2
-// flushed, medians of 5; 2026-11-25), against 101.0 us for 8K gray u64 and 307.6 us for 8K RGB in
-// the same runs: more of the gather's loads in flight (16 or 32 at a time, against 8; tuned): 102.0
-// and 104.1 us gray, 308.1 and 322.2 us RGB, so a faster gather does not bring the writes forward;
-// fewer gather blocks per SM (dynamic shared memory padded to 60, 80 or 120 KB: 3, 2 or 1 blocks of
-// 32x8, so that the tiles come in waves and an SM that finishes early takes another): 108.1, 101.6
-// and 112.9 us gray, so the tiles' uneven finishing times are not what a second wave can even out.
-// Also dropped: both kernels as one launch of 2 x tiles blocks (the sums and the gather-and-write
-// jobs interleaved in ticket order, a lead of 1, 2 or 4 rows of tiles of sums; an output job waits
-// for the counts of the bands it reads), so that the writes start after the first bands' sums
-// instead of after the whole image (tested on the H200, 2026-11-25; GPU tests and the four
-// sanitizers passed): 108.2 us 8K gray (lead 4; this variant 100.9 in the same run), 4K gray u32
-// 31.2 us (24.2), 8K RGB 312.4 us (306.9); Nsight on 8K gray: 116.8 us, DRAM 54%, 43% achieved
-// occupancy. The reads of the image then share DRAM with the writes, and the tuner preferred the
-// longest lead, the nearest to two phases.
-// Where the time goes (H200, 2026-11-29; Nsight Compute with the clocks not locked, 8K gray u64,
-// 32x8): with L2 flushed before each kernel, the tile sums take 12.4 to 12.7 us (33.2 MB read, 2.6
-// TB/s) and the gather and output 85.0 us. Without the flush, as in a run, they take 13.3 to 13.8
-// and 80.7 to 81.9 us, and the second kernel reads 19.4 MB from DRAM: at most 59% of the image leaves
-// L2 between its two reads despite the hints (those 19.4 MB include the sums).
-// Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
-// klab-bench, L2 flushed, medians of 5): each warp's first 8, 16 or 32 rows of the image prefetched
-// into L2 (cp.async.bulk.prefetch.L2, evict_last) before the gather, so that the second read would
-// come from DRAM while no tile writes yet. 8K gray u64 96.3, 96.1 and 95.6 us against 95.1 for this
-// file; 4K gray u32 21.1, 21.0 and 21.2 against 21.2; 8K RGB u64 305.6, 305.4 and 313.0 against
-// 304.0. The gather kernel's DRAM reads rose from 19.6 to 27.7 MB (16 rows): the prefetched lines
-// left L2 before their rows were reached.
-// When the tiles start writing (H200, 2026-11-29; a copy of this file that reads %globaltimer in each
-// block, 8K gray u64 at 32x8, one launch; the copy ran 100.2 us): the sums' blocks end 7.8 to 10.5 us
-// after the first one starts, and every gather's griddepcontrol.wait returns at 11.1 to 11.2 us. The
-// gathers then take 0.5 to 10.3 us (median 3.8): 1.4 us in the first row of tiles, 3.7 in the
-// ninth and 7.8 in the last, whose above and corner loads add three rounds of loads. 31 of the 510
-// tiles write at 13 us, 265 at 15 us, 502 at 20 us.
-// Tried and dropped (the same day; copies of this file, scripts/gpu-experiment.sh, klab tune, then
-// klab-bench, L2 flushed, medians of 5), each against this file in the same run:
-//   - a short gather, 1 load a row and 1 per row of tiles above: the last tile of each row of tiles
-//     to store its sums (a counter per row of tiles) scans the row's row sums into rowleft and its
-//     column prefixes into one image row of sums. 8K gray u64 112.2 us against 94.9, 4K gray u32
-//     26.3 against 21.2, 8K RGB 338.7 against 304.9. The scans in 17 blocks at the end of the first
-//     kernel took it from 13.7 to 33.1 us (Nsight Compute, clocks not locked);
-//   - the gather's parts overlapped: the warp's inside prefix loaded first, rowleft and above 16
-//     loads at a time, one barrier. 97.1 us against 95.1 for 8K gray, 21.2 against 21.0 for 4K gray,
-//     303.7 against 303.9 for 8K RGB. With the sums stored as evict_last, so that the gathers find
-//     them in L2: 99.7, 21.0 and 303.4 us, the second kernel's DRAM reads 19.6 -> 23.2 MB (the kept
-//     sums push out image lines); with rowleft 32 loads at a time as well: 99.8, 22.1 and 303.8 us.
-// So the gather ending sooner starts the writes sooner but ends later: the time before a tile's first
-// write is not what held this variant above its 1.3x target (91.6 us at 8K gray's copy floor); the
-// late rows' second read from DRAM was (cached rows, above).
+// The committed klab run at b793855 (results/nvidia-h200/, H200, L2 flushed, medians of 5): 8K gray
+// u64 86.92 us at 32x8 (1.24x the copy floor; npp.integral 12.1x slower), 8K RGB AoS u64 304 us
+// (1.44x), 4K gray u32 21.4 us (1.40x; npp.integral 11.4x slower).
+// Measurements, profiles and every form tried and dropped: kernels/notes/integral_tile_gather.md.
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -47,21 +47,14 @@
 // pixel, shuffled to the others), and the lane that holds the row's last pixel stores its outputs
 // inside the row byte by byte. Rows not aligned for the word loads and stores (an
 // odd pitch) take pixelwise_strip: each output pixel from its nine gray values, the border rule for
-// every sample. The warps that reach past the row's end took pixelwise_strip too until 2026-11-25,
-// and a 1920-pixel row's last warp took longer than the rest of the grid: HD RGB AoS ran 78.9 us by
-// klab tune on the H200, against 48.8 us for 8K; then byte loads in a called function (20.7 us, and
-// 8K RGB 2.5% slower: the call's spills).
+// every sample.
 // Gray strips of 16 pixels (2026-11-25): a row of a strip costs about 27 instructions besides its
 // pixels' arithmetic (the loads, the halo shuffles, the store, the loop) and two halo columns of
 // window sums, so 16 pixels take 15.0 instructions each where 8 took 17.4 (Nsight, the walk's loop).
 // They need 128 registers (ptxas spills at 96 and 104), so gray walks run 16 warps per SM: the
-// tuner's rule then finds 25% occupancy the highest this problem reaches. Copies of this file on
-// the H200 (scripts/gpu-experiment.sh, klab tune on 8K gray, then klab-bench, L2 flushed, medians of
-// 5): 8 pixels 31.7 us (64x4, 16 rows); 16 pixels 28.8 us (32x2, 12 rows) at 128 registers, 30.1 at
-// 104 (spills), 31.6 at 96 (20 warps, more spills). Where 16 pixels would leave more lanes idle at
-// a row's end than 8 (widths 1920 and 3840), gray strips keep 8. At 16 warps per SM the L2
-// prefetch of the row four on pays for gray walks too (it did not at 8 pixels, below): 26.7 us
-// against 27.3 (copies of this file, as above).
+// tuner's rule then finds 25% occupancy the highest this problem reaches. Where 16 pixels would
+// leave more lanes idle at a row's end than 8 (widths 1920 and 3840), gray strips keep 8. At 16
+// warps per SM the L2 prefetch of the row four on pays for gray walks too.
 // Preconditions: 1 (gray), 3 (RGB) or 4 (RGBA, alpha ignored) channels, AoS or SoA (SoA reads only
 // the R, G and B planes), any pitch, any size, every border. The block is 32k x m threads, at most
 // 512 (a warp's lanes lie along a row; k and m tuned); each thread computes P x rows output pixels.
@@ -72,37 +65,6 @@
 // Deliberately not done: no asynchronous copies (TMA / cp.async), no packed half-precision math
 // (the squares need fp32, and converting back costs what the packing saves), no 64-register cap
 // (ptxas spills this loop below 80).
-// Tried and dropped, measured on the H200 (klab tune, then klab-bench, 8K gray / 8K RGB AoS):
-// - an L2 prefetch for gray walks of 8 pixels (32.6 us against 32.1; at the 80-register cap 31.5
-//   against 30.7); colour prefetches 8 rows on (53.3 against 51.4) or none (51.9); six rows ahead
-//   for colour (56.2 against 54.4, before the cap);
-// - 32 rows per thread (31.8 / 56.9 us before the cap, 35.0 gray with it: fewer, longer walks);
-// - cvt.rni.sat.u8 for the rounding and the saturation (one instruction for two, but a second one
-//   per pixel on the quarter-rate pipe of sqrt.approx): 31.2 / 52.5 against 30.8 / 51.5;
-// - the gray sum by dp2a straight from the row's words, without the byte permutes that gather an RGB
-//   pixel first: 30.7 / 50.9 against 30.8 / 51.5, within noise for the code it adds.
-// Measured on an NVIDIA H200 before the strips of 16 gray pixels and the edge walk (device run of
-// 2026-11-25, klab tune, then klab-bench, L2 flushed, tuned blocks, medians of 5): 8K gray 30.7 us
-// (1.73x its copy floor of 17.7 us), 8K RGB AoS 51.5 us (1.60x), against 31.9 / 54.2 us without
-// the register cap (98 and 96 registers, 16 and 20 warps per SM; four gray rows in flight).
-// Nsight Compute (clocks locked), 8K gray: 19.8 M warp instructions, issue slots 69% busy, 80
-// registers, achieved occupancy 32%; 8K RGB: 31.6 M warp instructions, issue slots 65% busy,
-// occupancy 33%, DRAM 41% of peak: both walks were issue-bound then.
-// The strip height is tuned (2026-11-25): a grid has one warp per 256 x rows pixels, and at 24 warps
-// per SM the fixed 16 rows of the runs above gave 8K images 2.56 waves of warps on the H200's 132
-// SMs, the last one half full. klab-bench on copies of this file with the height fixed (scripts/
-// gpu-experiment.sh, H200, tuned blocks, L2 flushed, medians of 5), 8K gray / RGB AoS: 16 rows 31.0 /
-// 51.7 us; 14 rows (2.93 waves) 30.2 / 50.0; 22 rows (1.87 waves) 30.0 / 50.0; 20 rows (2.05 waves)
-// 34.4 / 54.8. The tuner now picks the height with the block for each GPU and size class.
-// Strips of 4 and 6 rows (2026-11-25): an HD grid has too few warps of 8 or more rows to fill the
-// H200 evenly. Copies of this file with them among the heights (scripts/gpu-experiment.sh, klab tune
-// on the HD classes, then klab-bench, L2 flushed, medians of 5): HD gray 9.8 -> 8.1 us, HD RGB AoS
-// 13.7 -> 10.4 us (sobel.fused 13.3); 8K gray and RGB unchanged (their tuned heights stay above 8).
-// Measured on an NVIDIA H200 with the edge walk inlined (copies of this file, scripts/gpu-experiment.sh,
-// klab tune, then klab-bench, L2 flushed, medians of 5; 2026-11-25), against the edge walk in a
-// called function with byte loads: 8K gray 26.7 us (28.7; 1.49x the copy floor of the committed
-// run at 3ecc989, 17.9 us), 8K RGB AoS 48.0 us (50.7; 1.49x its 32.3 us), HD RGB AoS 13.6 us
-// (21.0).
 // Fewer instructions per row (2026-11-26): the rounded roots saturated two at a time (min.u16x2 on
 // 16-bit halves instead of a float minimum per pixel before the root: 16 fewer instructions
 // per two rows of 16 gray pixels) and the interior walk stepping the lane's own strip and halo
@@ -112,12 +74,11 @@
 // pointers 26.3 / 47.7; both 25.8 / 47.2 us (1.47x / 1.46x the copy floors of that run, 17.6 and
 // 32.4 us). Nsight (8K gray, 32x2, rows=22): 15.75 M warp instructions against 16.42 M; the loop 446
 // per two rows of 16 pixels (204 FADD, 64 FFMA, 56 byte permutes, 32 FMUL, 32 MUFU.SQRT, 16 VIMNMX,
-// 42 others); issue slots 66% busy. results/nvidia-h200/ has the committed run's figures.
-// Also tried and dropped (2026-11-26, the same kind of runs): gray strips with their rows in flight
-// through a per-warp ring in shared memory, copied by cp.async 6 or 8 rows ahead (each lane its 16
-// bytes, lanes 0 and 31 also the 16-byte chunk of their halo pixel): 8K gray 29.5 us (6 rows) and
-// 30.8 (8 rows) against 26.6; Nsight: 19.5 M warp instructions against 16.4 M, issue slots 59% busy
-// against 67%. The walk is issue-bound, not load-bound.
+// 42 others); issue slots 66% busy. The walk is issue-bound, not load-bound.
+// The committed klab run at b793855 (results/nvidia-h200/, H200, L2 flushed, medians of 5): 8K gray
+// 25.70 us at 32x2 rows=22 (1.46x the copy floor; npp.sobel 4.10x slower), 8K RGB AoS 47.22 us
+// (1.45x), HD gray 7.73 us (1.21x; npp.sobel 1.94x slower).
+// Measurements, profiles and every form tried and dropped: kernels/notes/sobel_register_window.md.
 #include <array>
 #include <cstddef>
 #include <cstdint>

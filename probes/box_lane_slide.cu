@@ -95,9 +95,9 @@
 //   box is held by its integer work instead: the ALU pipe 64% busy, stall samples 22% on the math
 //   pipe's throttle, 25% not selected, 18% on fixed-latency dependencies, issue slots 57% busy. So
 //   the structure's 0.1x is not worth its exchange: 1.3x needs cheaper row sums, whatever the tiles
-//   (and fewer instructions alone did not pay in conv.box_warp_ring at the benchmark's clock: its
-//   preamble). At the clocks the timings run at (PROFILE_CLOCKS=unlocked, the SM at 1.92 to
-//   1.97 GHz) the reading holds: the rings' box 73.5 us, issue slots 53% busy, the ALU pipe 59%,
+//   (and fewer instructions alone did not pay in conv.box_warp_ring at the benchmark's clock:
+//   kernels/notes/conv_box_warp_ring.md). At the clocks the timings run at
+//   (PROFILE_CLOCKS=unlocked, the SM at 1.92 to 1.97 GHz) the reading holds: the rings' box 73.5 us, issue slots 53% busy, the ALU pipe 59%,
 //   stall samples 23% not selected, 21% on the math pipe's throttle, 16% on fixed-latency
 //   dependencies; the exchange's structure 59.1 us with DRAM 71% of peak.
 #include <algorithm>

@@ -7,7 +7,7 @@
 # original's last. The copies are removed when it ends; nothing else in the tree is written but
 # build/release (whose programs hold the copies until the next build) and
 # results/<gpu-slug>/autotune.json (their records), so run it on a copy of the tree, as a device
-# tool's call is. The "tried and dropped" figures in the kernels' preambles come from such runs.
+# tool's call is. The "tried and dropped" figures in kernels/notes/ come from such runs.
 # Every copy must stay correct: klab tune and klab-bench verify each output against the CPU
 # reference and refuse a copy that differs, so a "what if this part cost nothing" copy (a step
 # removed, wrong pixels) measures nothing here; time such a question with a probe (probes/).

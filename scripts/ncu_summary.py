@@ -11,8 +11,8 @@
   warp instructions executed, the code's hottest parts (instructions that ran the same number of
   times: a loop body, or the path through it that most passes take) and the opcode mix of the
   hottest one, each opcode with its share of the kernel's warp-stall samples: the "instructions per
-  row" reading that kernel preambles quote; then the kernel's stall samples by reason (wait,
-  long_sb, not_selected, ...: what its warps waited for; the six most frequent).
+  row" reading that kernel preambles and notes quote; then the kernel's stall samples by reason
+  (wait, long_sb, not_selected, ...: what its warps waited for; the six most frequent).
 
 scripts/gpu-experiment.sh and scripts/gpu-probe.sh print it after each profile (PROFILE=...).
 Usage: python3 scripts/ncu_summary.py (--report REPORT.ncu-rep | [--details DETAILS.csv] [--sass SASS.csv]) [--parts N]

@@ -2,8 +2,8 @@
 # Per-kernel GPU time of the sobel, integral and box variants on 8K images, measured by Nsight
 # Compute (gpu__time_duration, L2 flushed before every kernel, clocks not locked) with the DRAM
 # bytes each kernel moved, its warp instructions, the share of cycles its schedulers issued, its
-# registers and its achieved occupancy: the figures quoted in those kernels' preambles. It profiles
-# GPU tests that run each variant on 8K inputs and check the results exactly
+# registers and its achieved occupancy: the figures quoted in those kernels' preambles and notes.
+# It profiles GPU tests that run each variant on 8K inputs and check the results exactly
 # (tests/gpu/test_ops_large_images.cpp, OpsLargeImages):
 #   sobel.*            7680x4320 RGB AoS and gray -> gray magnitude, replicate
 #   integral.scan      7680x4320 gray -> u64, 4096x4096 gray -> u32
