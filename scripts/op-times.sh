@@ -24,31 +24,16 @@ export PATH="/usr/local/cuda/bin:$PATH"
 
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
 metrics+=,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
-metrics+=,launch__registers_per_thread,launch__occupancy_limit_registers
+metrics+=,launch__registers_per_thread
 ncu --metrics "$metrics" --cache-control all --clock-control none --csv --print-units base --print-kernel-base function \
   -k "regex:$KERNELS" "$BUILD/tests/klab-tests-gpu" --gtest_filter="$TESTS" >"$OUT/ncu.log" 2>&1 || {
   tail -n 30 "$OUT/ncu.log"
   exit 1
 }
 
-python3 - "$OUT/ncu.log" "$OUT/op-times.csv" <<'EOF'
-import csv, sys
-rows = [line for line in open(sys.argv[1]) if line.startswith('"')]
-kernels = {}
-for r in csv.DictReader(rows):
-    k = kernels.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"], "grid": r["Grid Size"], "block": r["Block Size"]})
-    k[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
-with open(sys.argv[2], "w") as out:
-    out.write("id,kernel,grid,block,time_us,dram_read_MB,dram_write_MB,warp_instructions_M,issue_active_pct,"
-              "registers,achieved_occupancy_pct\n")
-    for i, k in sorted(kernels.items()):
-        line = "{},{},{},{},{:.1f},{:.1f},{:.1f},{:.2f},{:.0f},{:.0f},{:.0f}".format(
-            i, k["kernel"], k["grid"].replace(",", " "), k["block"].replace(",", " "),
-            k.get("gpu__time_duration.sum", 0) / 1000, k.get("dram__bytes_read.sum", 0) / 1e6,
-            k.get("dram__bytes_write.sum", 0) / 1e6, k.get("sm__inst_executed.sum", 0) / 1e6,
-            k.get("sm__inst_issued.avg.pct_of_peak_sustained_active", 0), k.get("launch__registers_per_thread", 0),
-            k.get("sm__warps_active.avg.pct_of_peak_sustained_active", 0))
-        out.write(line + "\n")
-        print(line)
-EOF
+# One row per launch (scripts/op_times.py: a launch missing a metric is an error, not a zero).
+python3 scripts/op_times.py "$OUT/ncu.log" "$OUT/op-times.csv" || {
+  grep -E '^==(ERROR|WARNING)==' "$OUT/ncu.log" | head -n 5
+  exit 1
+}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/GPU: /'

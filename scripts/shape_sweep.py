@@ -49,20 +49,21 @@ def value_of(row):
     return number
 
 
-def launches(text):
-    """{launch id: (kernel, block, grid, {metric: value})} from ncu's CSV output."""
+def launches(text, wanted=(READ, WRITE, TIME, HIT)):
+    """{launch id: (kernel, block, grid, {metric: value})} from ncu's CSV output, the metrics named
+    in `wanted` only (values in base units: value_of)."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith(HEADER)), None)
     if start is None:
         raise ValueError('no Nsight Compute CSV in it (no header line starting with "ID",): was ncu run with --csv --metrics?')
     found = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        if row.get("Metric Name") not in (READ, WRITE, TIME, HIT):
+        if row.get("Metric Name") not in wanted:
             continue
         _, _, _, metrics = found.setdefault(row["ID"], (row["Kernel Name"], row["Block Size"], row["Grid Size"], {}))
         metrics[row["Metric Name"]] = value_of(row)
     if not found:
-        raise ValueError(f"none of the metrics {READ}, {WRITE}, {TIME}, {HIT} was profiled")
+        raise ValueError(f"none of the metrics {', '.join(wanted)} was profiled")
     return found
 
 
