@@ -54,6 +54,10 @@
 // The committed klab run at b793855 (results/nvidia-h200/, H200, L2 flushed, medians of 5): 8K RGB
 // AoS box31 122.56 us at 32x4 rows=32 (2.58x the copy floor; npp.box 135x slower), box9 96.58 us
 // (32x4 rows=32; conv.box_warp_ring 74.36), box3 90.94 us (32x2 rows=16).
+// Where the time goes (Nsight Compute at the clocks klab-bench runs at, H200, 2026-11-30, 8K RGB
+// box31, 32x4 rows=32, before odd strips walked up): 72.3 M warp instructions, issue slots 54% busy;
+// at 100% of the issue slots those instructions would take 71 us: 1.3x needs both fewer
+// instructions and the loads' latency hidden.
 // Measurements, profiles and every form tried and dropped: kernels/notes/conv_box_warp_scan.md.
 #include <algorithm>
 #include <array>
