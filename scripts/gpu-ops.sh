@@ -131,7 +131,7 @@ try:
     rows = list(csv.DictReader(open(sys.argv[2])))
     print("\nNsight Compute (L2 flushed per kernel): kernel, block, us, DRAM MB read/written, warp instructions M, issue %, regs, occupancy %")
     for r in rows:
-        print(f"  {r['kernel'][:40]:40} {r['block']:10} {r['time_us']:>8} {r['dram_read_MB']:>8}/{r['dram_write_MB']:<8} "
+        print(f"  {r['kernel'][:40]:40} {r['block']:12} {r['time_us']:>8} {r['dram_read_MB']:>8}/{r['dram_write_MB']:<8} "
               f"{r['warp_instructions_M']:>8} {r['issue_active_pct']:>4} {r['registers']:>4} {r['achieved_occupancy_pct']:>4}")
 except Exception as e:
     print("no op-times.csv:", e)

@@ -20,6 +20,7 @@ BUILD=${BUILD:-build/release}
 KERNELS=${KERNELS:-'^(integral_|sobel_|box_|conv_box_)'}
 TESTS=${TESTS:-'OpsLargeImages.IntegralScanOn8KGrayAndA4096SquareGray:OpsLargeImages.SobelOn8KRgbAndGray:OpsLargeImages.IntegralTiledVariantsOn8KGrayRgbAndA4096SquareGray:OpsLargeImages.BoxVariantsOn8KRgbBox9And31'}
 mkdir -p "$OUT"
+rm -f "$OUT/op-times.csv"  # a failed run leaves no earlier run's table looking current
 export PATH="/usr/local/cuda/bin:$PATH"
 
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
@@ -33,7 +34,7 @@ ncu --metrics "$metrics" --cache-control all --clock-control none --csv --print-
 
 # One row per launch (scripts/op_times.py: a launch missing a metric is an error, not a zero).
 python3 scripts/op_times.py "$OUT/ncu.log" "$OUT/op-times.csv" || {
-  grep -E '^==(ERROR|WARNING)==' "$OUT/ncu.log" | head -n 5
+  grep -m 5 -E '^==(ERROR|WARNING)==' "$OUT/ncu.log" || true
   exit 1
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/GPU: /'

@@ -2,9 +2,10 @@
 """One CSV row per kernel launch of an Nsight Compute metrics run: its time, DRAM bytes, warp
 instructions, issue activity, registers and achieved occupancy (scripts/op-times.sh).
 
-Input: what `ncu --csv --metrics METRIC,...` printed with the metrics of METRICS below; the
-profiled program's own output may come first. Values are read in base units (shape_sweep.value_of)
-and written in those of the columns. A launch that lacks one of the metrics is an error, not a
+Input: what `ncu --csv --print-units base --metrics METRIC,...` printed with the metrics of METRICS
+below; the profiled program's own output may come first. Bytes and times are read in whatever unit
+ncu gives them (shape_sweep.value_of), the counts and percentages as printed, and all are written
+in the units of the columns. A launch that lacks one of the metrics is an error, not a
 zero: a figure quoted in a kernel's notes must have been measured.
 
 Usage: python3 scripts/op_times.py NCU_LOG OUT_CSV   (prints the rows too)
