@@ -11,9 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <iterator>
 #include <limits>
-#include <sstream>
 #include <vector>
 #include <utility>
 
@@ -52,8 +50,8 @@ bool same_key(const TuningRecord& a, const TuningRecord& b) {
 TuningCache parse_file(const fs::path& file, const std::string& expected_slug) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw Error(fmt::format("cannot read {}: {}", printable(file.string()), std::strerror(errno)), "a readable file");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return TuningCache::parse(text, printable(file.string()), expected_slug);
+    const std::string name = printable(file.string());
+    return TuningCache::parse(io::read_all(in, file, io::kMaxTextFileBytes, name, "a readable file"), name, expected_slug);
 }
 
 std::string utc_now(const char* format) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "autotune/json_limits.hpp"
 #include "autotune/statistics.hpp"
 #include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab::bench {
 
@@ -195,9 +195,8 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
 BenchFile load_bench_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot read " + printable(path.string()), "a readable Google Benchmark JSON file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_bench_json(text.str(), printable(path.string()));
+    const std::string name = printable(path.string());
+    return parse_bench_json(io::read_all(in, path, io::kMaxTextFileBytes, name, "a readable Google Benchmark JSON file"), name);
 }
 
 }  // namespace klab::bench

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "autotune/json_limits.hpp"
 #include "bench/compare_text.hpp"
 #include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab::bench {
 
@@ -165,9 +165,8 @@ NoiseFile parse_noise_json(const std::string& text, const std::string& source) {
 NoiseFile load_noise_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot read " + printable(path), "a readable noise file (klab compare --learn-noise)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_noise_json(text.str(), printable(path));
+    const std::string allowed = "a readable noise file (klab compare --learn-noise)";
+    return parse_noise_json(io::read_all(in, path, io::kMaxTextFileBytes, printable(path), allowed), printable(path));
 }
 
 }  // namespace klab::bench

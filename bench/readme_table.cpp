@@ -3,7 +3,6 @@
 // report's own figures of that row (report_figures.hpp): × copy floor, × roofline and NPP.
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -119,9 +118,8 @@ std::string readme_table(const BenchFile& file) {
 void update_readme_table(const std::filesystem::path& readme, const std::string& table) {
     std::ifstream in(readme, std::ios::binary);
     if (!in) throw Error("cannot read " + readme.string(), "a readable README file (--update)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    const std::string updated = replace_readme_table(text.str(), table, readme.string());
+    const std::string text = io::read_all(in, readme, io::kMaxTextFileBytes, printable(readme.string()), "a readable README file (--update)");
+    const std::string updated = replace_readme_table(text, table, readme.string());
     io::write_file_atomically(readme, std::vector<std::uint8_t>(updated.begin(), updated.end()));
 }
 

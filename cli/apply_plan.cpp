@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -63,10 +62,8 @@ std::vector<std::string> read_list(const std::string& list_file) {
         throw Error(fmt::format("cannot read --list '{}': {}", printable(list_file), std::error_code(errno, std::generic_category()).message()),
                     kListAllowed);
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw Error(fmt::format("cannot read --list '{}': a read error", printable(list_file)), kListAllowed);
-    return parse_input_list(text.str(), printable(list_file));
+    const std::string name = fmt::format("--list '{}'", printable(list_file));
+    return parse_input_list(io::read_all(in, list_file, io::kMaxTextFileBytes, name, kListAllowed), printable(list_file));
 }
 
 // The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab {
 
@@ -208,9 +209,8 @@ Mask read_mask_file(const std::filesystem::path& path) {
     if (!file) {
         throw Error(fmt::format("cannot open mask file '{}'", printable(path.string())), "a readable text file of mask rows");
     }
-    std::ostringstream text;
-    text << file.rdbuf();
-    return parse_mask(text.str(), printable(path.string()));
+    const std::string name = fmt::format("mask file '{}'", printable(path.string()));
+    return parse_mask(io::read_all(file, path, io::kMaxTextFileBytes, name, "a readable text file of mask rows"), printable(path.string()));
 }
 
 std::optional<SeparableFactors> separate(const Mask& mask, double relative_tolerance) {

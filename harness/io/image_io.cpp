@@ -54,17 +54,33 @@ struct ReadOnlyFile {
     ~ReadOnlyFile() { ::close(fd); }
 };
 
+// "4 GiB", "256 MiB": a read limit as a message gives it.
+std::string limit_text(std::uintmax_t bytes) {
+    return bytes >= (std::uintmax_t{1} << 30) ? fmt::format("{} GiB", bytes >> 30) : fmt::format("{} MiB", bytes >> 20);
+}
+
+// `size` 0: a pipe or device, read that far.
+Error too_large(const std::string& name, std::uintmax_t max_bytes, const std::string& allowed, std::uintmax_t size = 0) {
+    const std::string held = size ? fmt::format("is {} bytes, more than", size) : "holds more than";
+    return Error(fmt::format("{} {} the {} klab reads of such a file", name, held, limit_text(max_bytes)), allowed);
+}
+
 std::vector<std::uint8_t> read_file(const fs::path& path) {
+    const std::string name = fmt::format("'{}'", printable(path.string()));
+    const std::string allowed = fmt::format("an existing, readable image file of at most {}", limit_text(kMaxImageFileBytes));
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
-        throw Error(fmt::format("cannot open '{}' for reading: {}", printable(path.string()), os_reason(error_number)),
-                    "an existing, readable image file");
+        throw Error(fmt::format("cannot open {} for reading: {}", name, os_reason(error_number)), allowed);
     }
     const ReadOnlyFile file{fd};
     std::vector<std::uint8_t> bytes;
     struct stat info {};
-    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) bytes.reserve(static_cast<std::size_t>(info.st_size));
+    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
+        const auto size = static_cast<std::uintmax_t>(info.st_size);
+        if (size > kMaxImageFileBytes) throw too_large(name, kMaxImageFileBytes, allowed, size);
+        bytes.reserve(static_cast<std::size_t>(size));
+    }
     // Read to the end rather than trusting the size: the file may change, or be a pipe.
     std::uint8_t chunk[1 << 16];
     for (;;) {
@@ -73,8 +89,9 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
         if (n < 0) {
             if (errno == EINTR) continue;
             const int error_number = errno;
-            throw Error(fmt::format("cannot read '{}': {}", printable(path.string()), os_reason(error_number)), "a readable image file");
+            throw Error(fmt::format("cannot read {}: {}", name, os_reason(error_number)), allowed);
         }
+        if (bytes.size() + static_cast<std::size_t>(n) > kMaxImageFileBytes) throw too_large(name, kMaxImageFileBytes, allowed);
         bytes.insert(bytes.end(), chunk, chunk + n);
     }
     return bytes;
@@ -164,6 +181,26 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
         case ImageFormat::pnm: return detail::encode_pnm(image, name);
     }
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
+}
+
+std::string read_all(std::ifstream& in, const fs::path& path, std::uintmax_t max_bytes, const std::string& name, const std::string& allowed) {
+    // A directory opens as a stream on Linux and fails at its first read: say what it is instead.
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (!ec && fs::is_directory(status)) throw Error(fmt::format("{} is a directory", name), allowed);
+    if (!ec && fs::is_regular_file(status)) {
+        const std::uintmax_t size = fs::file_size(path, ec);
+        if (!ec && size > max_bytes) throw too_large(name, max_bytes, allowed, size);
+    }
+    std::string text;
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        const auto n = static_cast<std::size_t>(in.gcount());
+        if (text.size() + n > max_bytes) throw too_large(name, max_bytes, allowed);
+        text.append(chunk, n);
+    }
+    if (in.bad()) throw Error(fmt::format("cannot read {}: a read error", name), allowed);
+    return text;
 }
 
 ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), printable(path.string())); }

@@ -12,6 +12,8 @@
 // a failure never leaves a half-written or truncated output behind.
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "harness/image.hpp"
@@ -48,5 +50,17 @@ void check_writable(const std::filesystem::path& path, int channels);
 // Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto
 // `path`. On any failure the temporary file is removed and klab::Error is thrown.
 void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+
+// The most klab reads of one file: an image file (read_image; its pixels are bounded apart, by
+// kMaxImagePixels), and a text file (a mask, a --list, a JSON file of results). A larger file, or a
+// pipe or device that keeps giving bytes (/dev/zero), is refused before memory runs out.
+inline constexpr std::uintmax_t kMaxImageFileBytes = std::uintmax_t{4} << 30;
+inline constexpr std::uintmax_t kMaxTextFileBytes = std::uintmax_t{256} << 20;
+
+// All of `in`, a stream its caller opened from `path`, as text. Refused with a klab::Error that
+// names the file as `name` and ends in `allowed`: a directory, a file (or a pipe or device) that
+// holds more than `max_bytes`, a read error.
+std::string read_all(std::ifstream& in, const std::filesystem::path& path, std::uintmax_t max_bytes, const std::string& name,
+                     const std::string& allowed);
 
 }  // namespace klab::io

@@ -160,6 +160,13 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
                             "decimal numbers from 0 to maxval separated by whitespace");
             }
             const std::uint8_t value = checked_sample(raster.number("sample"), i);
+            // A sample ends at whitespace, a comment or the file's end: "3.5" or "8x" is no sample
+            // 3 or 8 (before the last sample the next one's check says so; after it, only this).
+            if (!raster.at_end() && !is_pnm_space(raster.peek()) && raster.peek() != '#') {
+                throw Error(fmt::format("{}: the {} pixel data has {} right after sample {}", name, magic,
+                                        describe_byte(raster.peek()), i),
+                            "decimal numbers from 0 to maxval separated by whitespace");
+            }
             if (out != nullptr) out[i] = value;
         }
     };

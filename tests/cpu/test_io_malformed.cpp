@@ -140,6 +140,12 @@ TEST_F(IoMalformed, PnmSyntaxErrors) {
     expect_read_fails("token.ppm", text_bytes("P3\n1 1\n255\n1 x 3\n"),
                       "the P3 pixel data has 'x' where sample 1 should be; allowed: decimal numbers from 0 to maxval "
                       "separated by whitespace");
+    // The last sample too must end at whitespace, a comment or the file's end: "3.5" is no 3.
+    expect_read_fails("fraction.ppm", text_bytes("P3\n1 1\n255\n1 2 3.5\n"),
+                      "the P3 pixel data has '.' right after sample 2; allowed: decimal numbers from 0 to maxval "
+                      "separated by whitespace");
+    expect_read_fails("suffix.pgm", text_bytes("P2\n2 1\n255\n7 8x"), "the P2 pixel data has 'x' right after sample 1");
+    expect_read_fails("comma.pgm", text_bytes("P2\n2 1\n255\n7 8,9\n"), "the P2 pixel data has ',' right after sample 1");
     // A header claiming the largest image over a 3-sample raster fails before allocating 3 GiB.
     expect_read_fails("lying.ppm", text_bytes("P3\n32768 32768\n255\n1 2 3\n"),
                       "the P3 pixel data is truncated: 32768x32768 RGB needs 3221225472 samples, the file has 3");
@@ -167,6 +173,47 @@ TEST_F(IoMalformed, NonexistentInput) {
     const std::string message = error_message([&] { io::read_image(missing); });
     expect_contains(message, fmt::format("cannot open '{}' for reading: No such file or directory", missing.string()));
     EXPECT_TRUE(entries(dir_).empty());
+}
+
+TEST_F(IoMalformed, AsciiSamplesMayEndAtACommentOrTheFilesEnd) {
+    for (const char* text : {"P2\n2 1\n255\n7 8", "P2\n2 1\n255\n7 8# a comment\n", "P2\n2 1\n255\n7\t8\n9 (what follows is ignored)\n"}) {
+        const fs::path path = dir_ / "fine.pgm";
+        write_bytes(path, text_bytes(text));
+        const ImageU8 image = io::read_image(path);
+        ASSERT_EQ(image.width(), 2) << text;
+        EXPECT_EQ(image.at(0, 0, 0), 7) << text;
+        EXPECT_EQ(image.at(1, 0, 0), 8) << text;
+    }
+}
+
+// A file larger than klab reads is refused by its size, before anything is allocated for it (a
+// sparse file: no disk space taken).
+TEST_F(IoMalformed, AnImageFileLargerThanKlabReadsIsRefusedByItsSize) {
+    const fs::path huge = dir_ / "huge.png";
+    { std::ofstream(huge, std::ios::binary).put('\x89'); }
+    fs::resize_file(huge, io::kMaxImageFileBytes + 1);
+    expect_contains(error_message([&] { io::read_image(huge); }),
+                    fmt::format("'{}' is {} bytes, more than the 4 GiB klab reads of such a file; allowed: an existing, "
+                                "readable image file of at most 4 GiB",
+                                huge.string(), io::kMaxImageFileBytes + 1));
+}
+
+// Text files (masks, --list, JSON files of results) through io::read_all: a directory says so, and
+// a device that never ends is read only as far as the limit.
+TEST_F(IoMalformed, TextReadsRefuseADirectoryAndStopAtTheirLimit) {
+    std::ifstream directory(dir_);
+    expect_contains(error_message([&] { io::read_all(directory, dir_, 1 << 20, "the list", "a text file"); }),
+                    "the list is a directory; allowed: a text file");
+    std::ifstream zeros("/dev/zero", std::ios::binary);
+    ASSERT_TRUE(zeros) << "/dev/zero";
+    expect_contains(error_message([&] { io::read_all(zeros, "/dev/zero", 1 << 20, "'/dev/zero'", "a text file"); }),
+                    "'/dev/zero' holds more than the 1 MiB klab reads of such a file; allowed: a text file");
+    const fs::path big = dir_ / "big.txt";
+    { std::ofstream(big).put('1'); }
+    fs::resize_file(big, (1 << 20) + 1);
+    std::ifstream file(big);
+    expect_contains(error_message([&] { io::read_all(file, big, 1 << 20, "'big.txt'", "a text file"); }),
+                    "'big.txt' is 1048577 bytes, more than the 1 MiB klab reads of such a file");
 }
 
 TEST_F(IoMalformed, InputIsADirectory) {

@@ -116,6 +116,17 @@ TEST_F(Cache, KeepsConvolutionSobelAndIntegralRecordsTogether) {
     EXPECT_EQ(to_string(cache.records()[2].problem_class), "integral/8K/c1/aos/u64");
 }
 
+// A directory where the cache file should be is a warning like any unreadable cache, not a crash.
+TEST_F(Cache, ADirectoryInPlaceOfTheCacheIsIgnoredWithAWarning) {
+    fs::create_directories(h200_file());
+    std::vector<std::string> warnings;
+    const TuningCache cache = TuningCache::load_directory(dir, warnings);
+    EXPECT_TRUE(cache.records().empty());
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings.front().find("ignoring the tuning cache: " + h200_file().string() + " is a directory"), std::string::npos)
+        << warnings.front();
+}
+
 TEST_F(Cache, MergesReplacingOnlyTheSameGpuVariantAndClass) {
     std::vector<std::string> warnings;
     store(dir, {record(h200(), "conv.global", "HD/3x3/c3/aos", 64, 4), record(h200(), "conv.global", "8K/3x3/c3/aos", 64, 4)},
