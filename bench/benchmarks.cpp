@@ -3,9 +3,12 @@
 // counters, the error rows.
 #include "bench/benchmarks.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -128,6 +131,51 @@ void add_context(const std::optional<DeviceInfo>& device) {
     benchmark::AddCustomContext("cpu_reference", runner::cpu_reference_method());
 }
 
+// Google Benchmark writes --benchmark_out=PATH while it runs, so a run that fails or runs nothing
+// would leave PATH empty or cut short. klab-bench points it at a file beside PATH instead and puts
+// that in PATH's place once some benchmark ran (PATH stays as it was otherwise).
+class OutputFile {
+public:
+    // Rewrites a --benchmark_out=PATH argument to the file beside PATH; others are left alone.
+    void redirect(std::string& arg) {
+        static const std::string kFlag = "--benchmark_out=";
+        if (arg.rfind(kFlag, 0) != 0 || arg.size() == kFlag.size()) return;
+        target_ = arg.substr(kFlag.size());
+        partial_ = target_.string() + fmt::format(".partial-{}", getpid());
+        arg = kFlag + partial_.string();
+    }
+    // After the run: PATH replaced when a benchmark ran, the file beside it removed either way.
+    void finish(bool ran) const {
+        if (partial_.empty()) return;
+        std::error_code ec;
+        if (ran) {
+            std::filesystem::rename(partial_, target_, ec);
+            if (ec) std::fprintf(stderr, "klab-bench: cannot rename %s to %s: %s\n", partial_.c_str(), target_.c_str(), ec.message().c_str());
+        } else {
+            std::filesystem::remove(partial_, ec);
+            if (std::filesystem::exists(target_, ec)) std::fprintf(stderr, "klab-bench: %s is unchanged\n", target_.c_str());
+        }
+    }
+
+private:
+    std::filesystem::path target_, partial_;
+};
+
+// --benchmark_repetitions=N: Google Benchmark aborts on a negative N and runs nothing at 0.
+void check_repetitions(const std::string& arg) {
+    static const std::string kFlag = "--benchmark_repetitions=";
+    if (arg.rfind(kFlag, 0) != 0) return;
+    const std::string value = arg.substr(kFlag.size());
+    std::size_t used = 0;
+    int n = 0;
+    try {
+        n = std::stoi(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != value.size() || value.empty() || n < 1) throw Error(fmt::format("{}: not a number of repetitions", arg), "a whole number of 1 or more");
+}
+
 void register_cases(const std::vector<BenchCase>& cases, bool gpu) {
     for (const BenchCase& c : cases) {
         // Each kind's timing function: gpu_rows.cpp, end_to_end_rows.cpp, cpu_reference_rows.cpp.
@@ -173,9 +221,17 @@ int bench_main(int argc, char** argv) {
     }
     std::vector<std::string> rest = app.remaining();
     std::vector<char*> args{argv[0]};
+    OutputFile output;
     for (std::string& r : rest) {
         if (r == "--help" || r == "-h") std::fputs(app.help().c_str(), stdout);
         if (r.rfind("--benchmark_min_time", 0) == 0) settings().min_time_given = true;
+        try {
+            check_repetitions(r);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "klab-bench: %s\n", e.what());
+            return 2;
+        }
+        output.redirect(r);
         args.push_back(r.data());
     }
     // The default minimum time per repetition, as a flag: a per-benchmark MinTime() would be
@@ -229,6 +285,7 @@ int bench_main(int argc, char** argv) {
         ran = benchmark::RunSpecifiedBenchmarks();
         benchmark::Shutdown();
     }
+    output.finish(ran > 0);
     if (ran == 0) {
         std::fprintf(stderr, "klab-bench: no benchmark ran (does --benchmark_filter match any name? --benchmark_list_tests "
                              "lists them)\n");

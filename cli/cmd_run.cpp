@@ -140,19 +140,27 @@ void run_study(const RunOptions& o) {
     if (!o.filter.empty()) args.push_back(fmt::format("--benchmark_filter={}", o.filter));
     const int status = run_bench(args);
     // A run that wrote nothing readable (no benchmark matched, a crash) must not replace bench.json.
+    // klab-bench writes no output at all when no benchmark ran (a --filter that matches none).
+    const bool wrote = fs::exists(partial, ec);
     bool readable = false;
-    std::string unreadable_because = "no benchmark in its output";
-    try {
-        readable = !bench::load_bench_file(partial).runs.empty();
-    } catch (const Error& e) {
-        unreadable_because = e.what();
+    std::string unreadable_because = "it wrote no output: its messages above say why";
+    if (wrote) {
+        unreadable_because = "no benchmark in its output";
+        try {
+            readable = !bench::load_bench_file(partial).runs.empty();
+        } catch (const Error& e) {
+            unreadable_because = e.what();
+        }
     }
     if (status != 0 || !readable) {
-        const fs::path failed = out / "bench.failed.json";
-        fs::rename(partial, failed, ec);
-        const std::string kept = ec ? fmt::format("its output {} could not be kept ({})", partial.string(), ec.message())
-                                    : fmt::format("its output is kept as {} for inspection", failed.string());
-        throw Error(fmt::format("klab-bench failed (exit {}{}); {}, and {} is unchanged", status,
+        std::string kept;
+        if (wrote) {
+            const fs::path failed = out / "bench.failed.json";
+            fs::rename(partial, failed, ec);
+            kept = ec ? fmt::format("; its output {} could not be kept ({})", partial.string(), ec.message())
+                      : fmt::format("; its output is kept as {} for inspection", failed.string());
+        }
+        throw Error(fmt::format("klab-bench failed (exit {}{}){}, and {} is unchanged", status,
                                 readable ? "" : ", " + unreadable_because, kept, json.string()),
                     "every row verified and timed (see the rows listed above)");
     }

@@ -1,0 +1,100 @@
+// klab-bench's --benchmark_out file and --benchmark_repetitions, and klab run around them: a run
+// that fails or runs nothing leaves the named output as it was, and says why. Without a GPU
+// klab-bench benchmarks the CPU reference, so these run anywhere.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "tests/common/run_command.hpp"
+
+namespace klab {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BenchOutput : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir = fs::temp_directory_path() / fmt::format("klab_bench_output_{}", getpid());
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    void TearDown() override { fs::remove_all(dir); }
+
+    static std::string read(const fs::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        return text.str();
+    }
+    int files_in_dir() const { return static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())); }
+
+    fs::path dir;
+};
+
+TEST_F(BenchOutput, ARunOfNoBenchmarkLeavesTheOutputFileAsItWas) {
+    const fs::path out = dir / "bench.json";
+    { std::ofstream(out) << "{\"earlier\": true}"; }
+    const test::CommandResult r = test::run_command(
+        fmt::format("{} --klab_study=smoke --benchmark_filter=no-such-row --benchmark_out={}", KLAB_BENCH_PATH, out.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(fmt::format("klab-bench: {} is unchanged", out.string())), std::string::npos) << r.output;
+    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(files_in_dir(), 1) << "the file written beside it is gone";
+}
+
+TEST_F(BenchOutput, ARunThatRanReplacesTheOutputFile) {
+    // The smoke study's first row (the CPU reference's without a GPU, a kernel's with one).
+    const test::CommandResult list = test::run_command(fmt::format("{} --klab_study=smoke --benchmark_list_tests=true", KLAB_BENCH_PATH));
+    ASSERT_EQ(list.exit_code, 0) << list.output;
+    std::istringstream lines(list.output);
+    std::string row;
+    while (std::getline(lines, row) && row.find("_time") == std::string::npos) {
+    }  // klab-bench's own messages first; a row's name ends in /real_time or /manual_time
+    ASSERT_NE(row.find("_time"), std::string::npos) << list.output;
+    const fs::path out = dir / "bench.json";
+    { std::ofstream(out) << "{\"earlier\": true}"; }
+    const test::CommandResult r = test::run_command(fmt::format(
+        "{} --klab_study=smoke '--benchmark_filter=^{}$' --benchmark_repetitions=1 --benchmark_out={} --benchmark_out_format=json",
+        KLAB_BENCH_PATH, row, out.string()));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(read(out).find(fmt::format("\"name\": \"{}\"", row)), std::string::npos) << read(out);
+    EXPECT_EQ(files_in_dir(), 1);
+}
+
+TEST_F(BenchOutput, RepetitionsBelowOneAreRefusedBeforeTheRun) {
+    const fs::path out = dir / "bench.json";
+    { std::ofstream(out) << "{\"earlier\": true}"; }
+    for (const char* repetitions : {"-3", "0", "two", ""}) {
+        const test::CommandResult r = test::run_command(fmt::format("{} --klab_study=smoke --benchmark_repetitions={} --benchmark_out={}",
+                                                                    KLAB_BENCH_PATH, repetitions, out.string()));
+        EXPECT_EQ(r.exit_code, 2) << repetitions << "\n" << r.output;
+        EXPECT_NE(r.output.find(fmt::format("--benchmark_repetitions={}: not a number of repetitions; allowed: a whole number of 1 or "
+                                            "more",
+                                            repetitions)),
+                  std::string::npos)
+            << r.output;
+    }
+    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(files_in_dir(), 1);
+}
+
+// klab run with a filter that matches no row: its error says klab-bench wrote nothing, and no
+// bench.failed.json is left to inspect.
+TEST_F(BenchOutput, KlabRunOfNoRowSaysSoAndLeavesNoFailedFile) {
+    const test::CommandResult r = test::run_command(
+        fmt::format("{} run --study smoke --no-tune --no-report --out {} --filter no-such-row", KLAB_CLI_PATH, dir.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("klab-bench failed (exit 2, it wrote no output: its messages above say why), and "), std::string::npos)
+        << r.output;
+    EXPECT_EQ(files_in_dir(), 0) << r.output;
+}
+
+}  // namespace
+}  // namespace klab
