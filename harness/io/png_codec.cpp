@@ -90,6 +90,32 @@ std::uint64_t minimum_idat_bytes(const std::vector<std::uint8_t>& bytes) {
     return u32(16) * u32(20) * samples * bit_depth / 8 / 1032;
 }
 
+// libpng's simplified API decodes a palette index past the palette's end as black, without a
+// warning. Read as a colour map, the indices come back as the file stores them: a file that names
+// an entry it does not have is refused.
+void check_palette_indices(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+    PngImage png;
+    if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size())) {
+        throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
+                    "a complete, valid PNG file");
+    }
+    png.image.format = PNG_FORMAT_RGBA_COLORMAP;
+    std::vector<std::uint8_t> indices(PNG_IMAGE_SIZE(png.image));
+    std::vector<std::uint8_t> colormap(PNG_IMAGE_COLORMAP_SIZE(png.image));
+    if (!png_image_finish_read(&png.image, nullptr, indices.data(), 0, colormap.data())) {
+        throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
+                    "a complete, valid PNG file");
+    }
+    const png_uint_32 entries = png.image.colormap_entries;
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        if (indices[i] >= entries) {
+            throw Error(fmt::format("{}: the PNG pixel ({}, {}) is palette entry {}, but the palette has {} entries", name,
+                                    i % png.image.width, i / png.image.width, indices[i], entries),
+                        "a valid PNG file (palette indices below the palette's size)");
+        }
+    }
+}
+
 }  // namespace
 
 ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::string& name, std::int64_t max_pixels) {
@@ -132,6 +158,7 @@ ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::strin
         throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
                     "a complete, valid PNG file");
     }
+    if (file_format & PNG_FORMAT_FLAG_COLORMAP) check_palette_indices(bytes, name);
     return image;
 }
 

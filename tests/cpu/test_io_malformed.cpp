@@ -76,6 +76,25 @@ TEST_F(IoMalformed, PngHeaderBeyondTheSizeLimit) {
                       "and at most 1073741824 pixels in all");
 }
 
+// libpng's simplified API would decode an index past the palette's end as black, silently.
+TEST_F(IoMalformed, PngPaletteIndexPastThePaletteIsRefused) {
+    // palette_3x1.png holds indices 0 1 2 over a 3-entry PLTE at byte 46 (after IHDR and sRGB):
+    // cut the palette to 2 entries, so that pixel (2, 0) names entry 2, which is not there.
+    const Bytes fixture = read_bytes(kFixtures / "palette_3x1.png");
+    const std::size_t plte = 46;
+    ASSERT_EQ(std::string(fixture.begin() + plte + 4, fixture.begin() + plte + 8), "PLTE");
+    Bytes png(fixture.begin(), fixture.begin() + plte);
+    const std::size_t chunk = png.size();
+    png.resize(chunk + 4);
+    put_be32(png, chunk, 6);
+    png.insert(png.end(), fixture.begin() + plte + 4, fixture.begin() + plte + 8 + 6);  // the type and 2 entries
+    png.resize(png.size() + 4);
+    put_be32(png, png.size() - 4, crc32(png.data() + chunk + 4, 10));
+    png.insert(png.end(), fixture.begin() + plte + 4 + 4 + 9 + 4, fixture.end());  // after the old chunk (length, type, 9 bytes, CRC)
+    expect_read_fails("short_palette.png", png,
+                      "the PNG pixel (2, 0) is palette entry 2, but the palette has 2 entries; allowed: a valid PNG file");
+}
+
 TEST_F(IoMalformed, SixteenBitPng) {
     const fs::path input = dir_ / "gray16.png";
     fs::copy_file(kFixtures / "gray16_2x2.png", input);
