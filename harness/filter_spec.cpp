@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,12 +37,16 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
     }
 }
 
+// `allowed` ends the message of a token that is no number, or one out of T's range.
 template <class T>
-T parse_number(std::string_view token, std::string_view spec, const char* what) {
+T parse_number(std::string_view token, std::string_view spec, const char* what, const std::string& allowed = kFilterSpecHelp) {
     T value{};
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (!token.empty() && ec == std::errc::result_out_of_range && end == token.data() + token.size()) {
+        throw Error(fmt::format("filter '{}': {} '{}' is out of range", printable(spec), what, printable(token)), allowed);
+    }
     if (token.empty() || ec != std::errc{} || end != token.data() + token.size()) {
-        throw Error(fmt::format("filter '{}': {} '{}' is not a number", printable(spec), what, printable(token)), kFilterSpecHelp);
+        throw Error(fmt::format("filter '{}': {} '{}' is not a number", printable(spec), what, printable(token)), allowed);
     }
     return value;
 }
@@ -77,7 +83,7 @@ FilterSpec parse_filter_spec(std::string_view spec) {
         result.mask = masks::unsharp(side(), real(2, 0.0), real(3, 1.0));
     } else if (name == "random") {
         require_arguments(1, 2);
-        result.mask = masks::random(side(), arguments == 2 ? parse_number<std::uint32_t>(parts[2], spec, "seed") : 1u);
+        result.mask = masks::random(side(), arguments == 2 ? parse_number<std::uint32_t>(parts[2], spec, "seed", fmt::format("a seed from 0 to {}", std::numeric_limits<std::uint32_t>::max())) : 1u);
     } else if (name == "sobel" || name == "integral") {
         require_arguments(0, 0);
         result.operation = name == "sobel" ? Operation::sobel : Operation::integral;

@@ -115,8 +115,10 @@ Mask random(int k, std::uint32_t seed) {
 }
 
 Mask unsharp(int k, double sigma, double amount) {
-    if (!std::isfinite(amount) || amount < 0.0) {
-        throw Error(fmt::format("unsharp amount {} is not supported", amount), "a finite amount >= 0");
+    // (1 + amount) is the centre coefficient, an fp32 number.
+    constexpr double kMaxAmount = 1e38;
+    if (!std::isfinite(amount) || amount < 0.0 || amount > kMaxAmount) {
+        throw Error(fmt::format("unsharp amount {} is not supported", amount), fmt::format("a finite amount from 0 to {:g}", kMaxAmount));
     }
     const std::vector<double> g = gaussian_kernel_1d(k, sigma);
     std::vector<float> c;
