@@ -140,6 +140,16 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
         }
         classes = std::move(mine);
     }
+    // A variant named with --variant that no class can take (conv.halo_tiled with --op sobel) would
+    // silently leave nothing to do.
+    for (const std::string& name : o.variants) {
+        const Variant& v = Registry::instance().get(name);
+        const bool taken = std::any_of(classes.begin(), classes.end(), [&](const ProblemClass& c) { return c.op == v.op(); });
+        if (!taken && !classes.empty()) {
+            throw Error(fmt::format("--variant {} is a {} variant, but no class to tune is a {} class", name, to_string(v.op()), to_string(v.op())),
+                        "--op and --class of the variants' own operations");
+        }
+    }
     std::vector<Job> jobs;
     for (const ProblemClass& c : classes) {
         for (const Variant* v : chosen_variants(o, c.op)) {
@@ -196,6 +206,12 @@ void run_plan(const TuneCliOptions& o) {
     const std::optional<GpuModel> model = find_gpu_model(o.plan_for);
     if (!model) throw Error(fmt::format("--plan-for {}: an unknown GPU model", o.plan_for), known_gpu_model_names());
     std::vector<std::string> warnings;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.results, ec)) {
+        warnings.push_back(fmt::format("no results directory {} (run klab from the repository root, or give --results DIR): no "
+                                       "registers recorded by earlier tunes, so no shape can be planned",
+                                       o.results));
+    }
     const TuningCache cache = TuningCache::load_directory(o.results, warnings);
     for (const std::string& w : warnings) fmt::print(stderr, "klab tune: warning: {}\n", w);
     std::vector<std::string> skipped;

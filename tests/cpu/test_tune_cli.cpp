@@ -48,6 +48,17 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
     expect_failure("tune --plan-for H200 --min-occupancy 0", "--min-occupancy");
     expect_failure("tune --plan-for H200 --layout planar", "--layout");
     expect_failure("tune --plan-for H200 --channels 2", "--channels");
+    // A variant of another operation than every class to tune: refused, not an empty plan.
+    expect_failure("tune --plan-for H200 --op sobel --variant conv.halo_tiled",
+                   "--variant conv.halo_tiled is a convolve variant, but no class to tune is a convolve class");
+    expect_failure("tune --plan-for H200 --class sobel/8K/c1/aos --variant conv.halo_tiled", "is a convolve variant");
+}
+
+TEST(TuneCli, APlanWithoutAResultsDirectorySaysSo) {
+    const test::CommandResult plan = klab_cli("tune --plan-for H100 --variant conv.global --size HD --mask-size 3 --channels 3 "
+                                              "--layout aos --results /nonexistent/klab-results");
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_NE(plan.output.find("klab tune: warning: no results directory /nonexistent/klab-results"), std::string::npos) << plan.output;
 }
 
 TEST(TuneCli, PlansASpaceForAnotherGpuFromRecordedResources) {
