@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -131,35 +132,56 @@ void add_context(const std::optional<DeviceInfo>& device) {
     benchmark::AddCustomContext("cpu_reference", runner::cpu_reference_method());
 }
 
-// Google Benchmark writes --benchmark_out=PATH while it runs, so a run that fails or runs nothing
-// would leave PATH empty or cut short. klab-bench points it at a file beside PATH instead and puts
-// that in PATH's place once some benchmark ran (PATH stays as it was otherwise).
+// Google Benchmark writes --benchmark_out=PATH while it runs, so a run that fails, runs nothing or
+// only lists the benchmarks would leave PATH empty or cut short. klab-bench points it at a file
+// beside PATH instead and puts that in PATH's place once some benchmark ran (PATH stays as it was
+// otherwise; a crash leaves PATH.partial-PID beside it).
 class OutputFile {
 public:
-    // Rewrites a --benchmark_out=PATH argument to the file beside PATH; others are left alone.
+    // Rewrites a --benchmark_out=PATH argument to the file beside PATH; others are left alone. The
+    // last one counts, as in Google Benchmark (an empty PATH: no output).
     void redirect(std::string& arg) {
         static const std::string kFlag = "--benchmark_out=";
-        if (arg.rfind(kFlag, 0) != 0 || arg.size() == kFlag.size()) return;
+        if (arg.rfind(kFlag, 0) != 0) return;
         target_ = arg.substr(kFlag.size());
+        partial_.clear();
+        if (target_.empty()) return;
+        std::error_code ec;
+        if (!target_.has_filename() || std::filesystem::is_directory(target_, ec)) {
+            throw Error(fmt::format("{}: a directory, not a file", arg), "--benchmark_out=FILE");
+        }
         partial_ = target_.string() + fmt::format(".partial-{}", getpid());
         arg = kFlag + partial_.string();
     }
-    // After the run: PATH replaced when a benchmark ran, the file beside it removed either way.
-    void finish(bool ran) const {
-        if (partial_.empty()) return;
+    // After the run: PATH replaced when a benchmark ran, the file beside it removed otherwise.
+    // False when PATH could not be replaced (the reason printed).
+    bool finish(bool ran) const {
+        if (partial_.empty()) return true;
         std::error_code ec;
         if (ran) {
             std::filesystem::rename(partial_, target_, ec);
-            if (ec) std::fprintf(stderr, "klab-bench: cannot rename %s to %s: %s\n", partial_.c_str(), target_.c_str(), ec.message().c_str());
-        } else {
-            std::filesystem::remove(partial_, ec);
-            if (std::filesystem::exists(target_, ec)) std::fprintf(stderr, "klab-bench: %s is unchanged\n", target_.c_str());
+            if (!ec) return true;
+            std::fprintf(stderr, "klab-bench: cannot put the output in %s's place: %s\n", target_.c_str(), ec.message().c_str());
         }
+        std::filesystem::remove(partial_, ec);
+        if (std::filesystem::exists(target_, ec)) std::fprintf(stderr, "klab-bench: %s is unchanged\n", target_.c_str());
+        return ran ? false : true;
     }
 
 private:
     std::filesystem::path target_, partial_;
 };
+
+// --benchmark_list_tests[=VALUE], read as Google Benchmark reads a flag's truth: only 0, f, n, false,
+// no and off (any case) are false.
+bool lists_benchmarks(const std::string& arg) {
+    static const std::string kFlag = "--benchmark_list_tests";
+    if (arg == kFlag) return true;
+    if (arg.rfind(kFlag + "=", 0) != 0) return false;
+    std::string value = arg.substr(kFlag.size() + 1);
+    for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return !(value == "0" || value == "f" || value == "n" || value == "false" || value == "no" || value == "off");
+}
 
 // --benchmark_repetitions=N: Google Benchmark aborts on a negative N and runs nothing at 0.
 void check_repetitions(const std::string& arg) {
@@ -222,16 +244,18 @@ int bench_main(int argc, char** argv) {
     std::vector<std::string> rest = app.remaining();
     std::vector<char*> args{argv[0]};
     OutputFile output;
+    bool listing = false;  // --benchmark_list_tests: names only, no output file
     for (std::string& r : rest) {
         if (r == "--help" || r == "-h") std::fputs(app.help().c_str(), stdout);
         if (r.rfind("--benchmark_min_time", 0) == 0) settings().min_time_given = true;
         try {
             check_repetitions(r);
+            output.redirect(r);
         } catch (const Error& e) {
             std::fprintf(stderr, "klab-bench: %s\n", e.what());
             return 2;
         }
-        output.redirect(r);
+        if (r.rfind("--benchmark_list_tests", 0) == 0) listing = lists_benchmarks(r);
         args.push_back(r.data());
     }
     // The default minimum time per repetition, as a flag: a per-benchmark MinTime() would be
@@ -285,7 +309,7 @@ int bench_main(int argc, char** argv) {
         ran = benchmark::RunSpecifiedBenchmarks();
         benchmark::Shutdown();
     }
-    output.finish(ran > 0);
+    if (!output.finish(ran > 0 && !listing)) return 1;
     if (ran == 0) {
         std::fprintf(stderr, "klab-bench: no benchmark ran (does --benchmark_filter match any name? --benchmark_list_tests "
                              "lists them)\n");

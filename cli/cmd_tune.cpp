@@ -130,6 +130,16 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
             }
         }
     }
+    // A variant named with --variant that no class can take (conv.halo_tiled with --op sobel) would
+    // silently leave nothing to do. Checked on the whole list: one share of it may hold one operation.
+    for (const std::string& name : o.variants) {
+        const Variant& v = Registry::instance().get(name);
+        const bool taken = std::any_of(classes.begin(), classes.end(), [&](const ProblemClass& c) { return c.op == v.op(); });
+        if (!taken && !classes.empty()) {
+            throw Error(fmt::format("--variant {} is a {} variant, but no class to tune is a {} class", name, to_string(v.op()), to_string(v.op())),
+                        "--op and --class of the variants' own operations");
+        }
+    }
     // The share is taken from the whole list, before --missing-only looks at the cache: processes
     // sharing the list each see the same numbering, whatever the others have stored meanwhile.
     if (!o.class_share.empty()) {
@@ -140,19 +150,11 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
         }
         classes = std::move(mine);
     }
-    // A variant named with --variant that no class can take (conv.halo_tiled with --op sobel) would
-    // silently leave nothing to do.
-    for (const std::string& name : o.variants) {
-        const Variant& v = Registry::instance().get(name);
-        const bool taken = std::any_of(classes.begin(), classes.end(), [&](const ProblemClass& c) { return c.op == v.op(); });
-        if (!taken && !classes.empty()) {
-            throw Error(fmt::format("--variant {} is a {} variant, but no class to tune is a {} class", name, to_string(v.op()), to_string(v.op())),
-                        "--op and --class of the variants' own operations");
-        }
-    }
     std::vector<Job> jobs;
     for (const ProblemClass& c : classes) {
-        for (const Variant* v : chosen_variants(o, c.op)) {
+        const std::vector<const Variant*> variants = chosen_variants(o, c.op);
+        if (variants.empty()) skipped.push_back(fmt::format("{}: no --variant named is a {} variant", to_string(c), to_string(c.op)));
+        for (const Variant* v : variants) {
             const Problem problem = representative_problem(c, *v);
             if (const Support s = v->supports(problem); !s) {
                 skipped.push_back(fmt::format("{} {}: {}", v->name(), to_string(c), s.reason()));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -44,6 +45,9 @@ T parse_number(std::string_view token, std::string_view spec, const char* what, 
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
     if (!token.empty() && ec == std::errc::result_out_of_range && end == token.data() + token.size()) {
         throw Error(fmt::format("filter '{}': {} '{}' is out of range", printable(spec), what, printable(token)), allowed);
+    }
+    if (std::is_unsigned_v<T> && !token.empty() && token.front() == '-') {
+        throw Error(fmt::format("filter '{}': {} '{}' is negative", printable(spec), what, printable(token)), allowed);
     }
     if (token.empty() || ec != std::errc{} || end != token.data() + token.size()) {
         throw Error(fmt::format("filter '{}': {} '{}' is not a number", printable(spec), what, printable(token)), allowed);

@@ -20,7 +20,7 @@ new=results/$slug/bench.json
 say() { printf '%s\n' "$*" | tee -a "$summary"; }
 
 if [[ ! -f $new ]]; then
-  say "gpu-gate: $new is missing: klab run wrote no complete study (its log is above; bench.failed.json is in the artifact)"
+  say "gpu-gate: $new is missing: klab run wrote no complete study (its log is above; bench.failed.json, where it wrote any output, is in the artifact)"
   exit 1
 fi
 tmp=$(mktemp -d)

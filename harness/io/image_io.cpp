@@ -67,7 +67,8 @@ Error too_large(const std::string& name, std::uintmax_t max_bytes, const std::st
 
 std::vector<std::uint8_t> read_file(const fs::path& path) {
     const std::string name = fmt::format("'{}'", printable(path.string()));
-    const std::string allowed = fmt::format("an existing, readable image file of at most {}", limit_text(kMaxImageFileBytes));
+    const std::string allowed = fmt::format("an existing, readable image file of at most {} ({} from a pipe or device)",
+                                            limit_text(kMaxImageFileBytes), limit_text(kMaxStreamedImageBytes));
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
@@ -76,9 +77,11 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     const ReadOnlyFile file{fd};
     std::vector<std::uint8_t> bytes;
     struct stat info {};
+    std::uintmax_t limit = kMaxStreamedImageBytes;  // a pipe or device is held in memory as it comes
     if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
         const auto size = static_cast<std::uintmax_t>(info.st_size);
-        if (size > kMaxImageFileBytes) throw too_large(name, kMaxImageFileBytes, allowed, size);
+        limit = kMaxImageFileBytes;
+        if (size > limit) throw too_large(name, limit, allowed, size);
         bytes.reserve(static_cast<std::size_t>(size));
     }
     // Read to the end rather than trusting the size: the file may change, or be a pipe.
@@ -91,7 +94,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
             const int error_number = errno;
             throw Error(fmt::format("cannot read {}: {}", name, os_reason(error_number)), allowed);
         }
-        if (bytes.size() + static_cast<std::size_t>(n) > kMaxImageFileBytes) throw too_large(name, kMaxImageFileBytes, allowed);
+        if (bytes.size() + static_cast<std::size_t>(n) > limit) throw too_large(name, limit, allowed);
         bytes.insert(bytes.end(), chunk, chunk + n);
     }
     return bytes;

@@ -55,6 +55,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::vector<
 // kMaxImagePixels), and a text file (a mask, a --list, a JSON file of results). A larger file, or a
 // pipe or device that keeps giving bytes (/dev/zero), is refused before memory runs out.
 inline constexpr std::uintmax_t kMaxImageFileBytes = std::uintmax_t{4} << 30;
+inline constexpr std::uintmax_t kMaxStreamedImageBytes = std::uintmax_t{1} << 30;  // an image from a pipe or device
 inline constexpr std::uintmax_t kMaxTextFileBytes = std::uintmax_t{256} << 20;
 
 // All of `in`, a stream its caller opened from `path`, as text. Refused with a klab::Error that

@@ -109,8 +109,8 @@ void check_palette_indices(const std::vector<std::uint8_t>& bytes, const std::st
     const png_uint_32 entries = png.image.colormap_entries;
     for (std::size_t i = 0; i < indices.size(); ++i) {
         if (indices[i] >= entries) {
-            throw Error(fmt::format("{}: the PNG pixel ({}, {}) is palette entry {}, but the palette has {} entries", name,
-                                    i % png.image.width, i / png.image.width, indices[i], entries),
+            throw Error(fmt::format("{}: the PNG pixel ({}, {}) is palette entry {}, but the palette has {} {}", name,
+                                    i % png.image.width, i / png.image.width, indices[i], entries, entries == 1 ? "entry" : "entries"),
                         "a valid PNG file (palette indices below the palette's size)");
         }
     }

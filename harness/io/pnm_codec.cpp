@@ -161,7 +161,7 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
             }
             const std::uint8_t value = checked_sample(raster.number("sample"), i);
             // A sample ends at whitespace, a comment or the file's end: "3.5" or "8x" is no sample
-            // 3 or 8 (before the last sample the next one's check says so; after it, only this).
+            // 3 or 8.
             if (!raster.at_end() && !is_pnm_space(raster.peek()) && raster.peek() != '#') {
                 throw Error(fmt::format("{}: the {} pixel data has {} right after sample {}", name, magic,
                                         describe_byte(raster.peek()), i),

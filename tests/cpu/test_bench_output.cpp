@@ -68,6 +68,28 @@ TEST_F(BenchOutput, ARunThatRanReplacesTheOutputFile) {
     EXPECT_EQ(files_in_dir(), 1);
 }
 
+// A listing writes no results, a directory is no output file, and the last --benchmark_out counts
+// (an empty one: no output), as in Google Benchmark.
+TEST_F(BenchOutput, AListingADirectoryOrAnEmptyLastOutputLeaveTheFileAsItWas) {
+    const fs::path out = dir / "bench.json";
+    { std::ofstream(out) << "{\"earlier\": true}"; }
+    const test::CommandResult listing =
+        test::run_command(fmt::format("{} --klab_study=smoke --benchmark_list_tests --benchmark_out={}", KLAB_BENCH_PATH, out.string()));
+    EXPECT_EQ(listing.exit_code, 0) << listing.output;
+    for (const std::string& target : {dir.string(), dir.string() + "/"}) {
+        const test::CommandResult r =
+            test::run_command(fmt::format("{} --klab_study=smoke --benchmark_out={}", KLAB_BENCH_PATH, target));
+        EXPECT_EQ(r.exit_code, 2) << r.output;
+        EXPECT_NE(r.output.find(fmt::format("--benchmark_out={}: a directory, not a file", target)), std::string::npos) << r.output;
+    }
+    const test::CommandResult emptied = test::run_command(fmt::format(
+        "{} --klab_study=smoke --benchmark_filter=no-such-row --benchmark_out={} --benchmark_out=", KLAB_BENCH_PATH, out.string()));
+    EXPECT_EQ(emptied.exit_code, 2) << emptied.output;
+    EXPECT_EQ(emptied.output.find("cannot put the output"), std::string::npos) << emptied.output;
+    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(files_in_dir(), 1);
+}
+
 TEST_F(BenchOutput, RepetitionsBelowOneAreRefusedBeforeTheRun) {
     const fs::path out = dir / "bench.json";
     { std::ofstream(out) << "{\"earlier\": true}"; }

@@ -1,9 +1,12 @@
 // Image I/O on malformed and refused inputs: each case with its own message naming the input, and
 // no output file (or temporary file) left behind.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/cpu/io_test_util.hpp"
@@ -213,7 +216,7 @@ TEST_F(IoMalformed, AnImageFileLargerThanKlabReadsIsRefusedByItsSize) {
     fs::resize_file(huge, io::kMaxImageFileBytes + 1);
     expect_contains(error_message([&] { io::read_image(huge); }),
                     fmt::format("'{}' is {} bytes, more than the 4 GiB klab reads of such a file; allowed: an existing, "
-                                "readable image file of at most 4 GiB",
+                                "readable image file of at most 4 GiB (1 GiB from a pipe or device)",
                                 huge.string(), io::kMaxImageFileBytes + 1));
 }
 
@@ -233,6 +236,17 @@ TEST_F(IoMalformed, TextReadsRefuseADirectoryAndStopAtTheirLimit) {
     std::ifstream file(big);
     expect_contains(error_message([&] { io::read_all(file, big, 1 << 20, "'big.txt'", "a text file"); }),
                     "'big.txt' is 1048577 bytes, more than the 1 MiB klab reads of such a file");
+    // Exactly the limit is read whole, from a file and (no size to check first) from a pipe.
+    fs::resize_file(big, 1 << 20);
+    std::ifstream whole(big);
+    EXPECT_EQ(io::read_all(whole, big, 1 << 20, "'big.txt'", "a text file").size(), std::size_t{1} << 20);
+    const fs::path fifo = dir_ / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << std::string(std::size_t{1} << 20, 'x'); });
+    std::ifstream piped(fifo, std::ios::binary);
+    const std::size_t read = io::read_all(piped, fifo, 1 << 20, "'fifo'", "a text file").size();
+    writer.join();
+    EXPECT_EQ(read, std::size_t{1} << 20);
 }
 
 TEST_F(IoMalformed, InputIsADirectory) {

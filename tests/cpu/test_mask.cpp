@@ -63,6 +63,9 @@ TEST(MaskFactories, UnsharpIsIdentityPlusAmountTimesDetail) {
     EXPECT_NEAR(sum_of(u), 1.0, 1e-6);  // (1 + a) - a * 1
     EXPECT_FLOAT_EQ(u.at(1, 1), static_cast<float>(2.5 - 1.5 * 0.25));
     EXPECT_FLOAT_EQ(u.at(0, 0), static_cast<float>(-1.5 / 16));
+    // At the largest amount allowed the fp32 taps still sum to 1 closely enough that a flat image
+    // comes back as it was: 255 x the sum stays within 0.01 of 255 at every size.
+    for (int k : {3, 15, 31}) EXPECT_NEAR(255.0 * sum_of(masks::unsharp(k, 0.0, 1000.0)), 255.0, 0.01) << k;
 }
 
 TEST(MaskFactories, RejectBadSizesWithTheirOwnMessage) {
@@ -208,13 +211,14 @@ TEST(FilterSpec, RejectsBadSpecsNamingThemAndTheAllowedForms) {
     test::expect_error([] { parse_filter_spec("sobel:3"); }, "filter 'sobel:3' has 1 argument(s)");
     test::expect_error([] { parse_filter_spec("mask:"); }, "names no file");
     test::expect_error([] { parse_filter_spec("random:8"); }, "random mask side 8; allowed: an odd side from 1 to 31");
-    test::expect_error([] { parse_filter_spec("random:9:-1"); }, "seed '-1' is not a number; allowed: a seed from 0 to 4294967295");
+    test::expect_error([] { parse_filter_spec("random:9:-1"); }, "seed '-1' is negative; allowed: a seed from 0 to 4294967295");
     // A number too large for its type is out of range, not "not a number".
     test::expect_error([] { parse_filter_spec("box:99999999999999"); }, "size '99999999999999' is out of range; allowed: box:K");
     test::expect_error([] { parse_filter_spec("random:5:4294967296"); },
                        "seed '4294967296' is out of range; allowed: a seed from 0 to 4294967295");
     test::expect_error([] { parse_filter_spec("gaussian:5:1e999"); }, "value '1e999' is out of range");
-    test::expect_error([] { parse_filter_spec("unsharp:5:1:1e308"); }, "unsharp amount 1e+308 is not supported; allowed: a finite amount from 0 to 1e+38");
+    test::expect_error([] { parse_filter_spec("unsharp:5:1:1e308"); }, "unsharp amount 1e+308 is not supported; allowed: a finite amount from 0 to 1000");
+    test::expect_error([] { parse_filter_spec("unsharp:5:1:1000.5"); }, "unsharp amount 1000.5 is not supported");
     test::expect_error([] { parse_filter_spec("random"); }, "filter 'random' has 0 argument(s)");
 }
 

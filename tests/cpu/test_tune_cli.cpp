@@ -54,6 +54,21 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
     expect_failure("tune --plan-for H200 --class sobel/8K/c1/aos --variant conv.halo_tiled", "is a convolve variant");
 }
 
+// The check of the named variants looks at the whole list of classes: `--device all` hands each
+// process a share (--class-share K/N) that may hold classes of one operation only. A class that no
+// named variant takes is listed as skipped.
+TEST(TuneCli, NamedVariantsAreCheckedOnTheWholeListNotOneShare) {
+    for (const char* share : {"1/2", "2/2"}) {
+        const test::CommandResult r = klab_cli(fmt::format("tune --plan-for H200 --class HD/3x3/c3/aos --class sobel/8K/c1/aos "
+                                                           "--variant conv.global --variant sobel.fused --class-share {}",
+                                                           share));
+        EXPECT_EQ(r.exit_code, 0) << share << "\n" << r.output;
+    }
+    const test::CommandResult one = klab_cli("tune --plan-for H200 --class HD/3x3/c3/aos --class sobel/8K/c1/aos --variant conv.global");
+    EXPECT_EQ(one.exit_code, 0) << one.output;
+    EXPECT_NE(one.output.find("sobel/8K/c1/aos: no --variant named is a sobel variant"), std::string::npos) << one.output;
+}
+
 TEST(TuneCli, APlanWithoutAResultsDirectorySaysSo) {
     const test::CommandResult plan = klab_cli("tune --plan-for H100 --variant conv.global --size HD --mask-size 3 --channels 3 "
                                               "--layout aos --results /nonexistent/klab-results");
