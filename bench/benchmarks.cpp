@@ -195,7 +195,9 @@ void check_repetitions(const std::string& arg) {
     } catch (const std::exception&) {
         used = 0;
     }
-    if (used != value.size() || value.empty() || n < 1) throw Error(fmt::format("{}: not a number of repetitions", arg), "a whole number of 1 or more");
+    if (used != value.size() || value.empty() || n < 1) {
+        throw Error(fmt::format("{}: not a number of repetitions", arg), "a whole number of 1 or more");
+    }
 }
 
 void register_cases(const std::vector<BenchCase>& cases, bool gpu) {

@@ -118,7 +118,8 @@ std::string readme_table(const BenchFile& file) {
 void update_readme_table(const std::filesystem::path& readme, const std::string& table) {
     std::ifstream in(readme, std::ios::binary);
     if (!in) throw Error("cannot read " + readme.string(), "a readable README file (--update)");
-    const std::string text = io::read_all(in, readme, io::kMaxTextFileBytes, printable(readme.string()), "a readable README file (--update)");
+    const std::string allowed = "a readable README file (--update)";
+    const std::string text = io::read_all(in, readme, io::kMaxTextFileBytes, printable(readme.string()), allowed);
     const std::string updated = replace_readme_table(text, table, readme.string());
     io::write_file_atomically(readme, std::vector<std::uint8_t>(updated.begin(), updated.end()));
 }

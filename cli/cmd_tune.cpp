@@ -136,7 +136,8 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
         const Variant& v = Registry::instance().get(name);
         const bool taken = std::any_of(classes.begin(), classes.end(), [&](const ProblemClass& c) { return c.op == v.op(); });
         if (!taken && !classes.empty()) {
-            throw Error(fmt::format("--variant {} is a {} variant, but no class to tune is a {} class", name, to_string(v.op()), to_string(v.op())),
+            const char* op = to_string(v.op());
+            throw Error(fmt::format("--variant {} is a {} variant, but no class to tune is a {} class", name, op, op),
                         "--op and --class of the variants' own operations");
         }
     }

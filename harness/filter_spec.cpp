@@ -87,7 +87,8 @@ FilterSpec parse_filter_spec(std::string_view spec) {
         result.mask = masks::unsharp(side(), real(2, 0.0), real(3, 1.0));
     } else if (name == "random") {
         require_arguments(1, 2);
-        result.mask = masks::random(side(), arguments == 2 ? parse_number<std::uint32_t>(parts[2], spec, "seed", fmt::format("a seed from 0 to {}", std::numeric_limits<std::uint32_t>::max())) : 1u);
+        const std::string seeds = fmt::format("a seed from 0 to {}", std::numeric_limits<std::uint32_t>::max());
+        result.mask = masks::random(side(), arguments == 2 ? parse_number<std::uint32_t>(parts[2], spec, "seed", seeds) : 1u);
     } else if (name == "sobel" || name == "integral") {
         require_arguments(0, 0);
         result.operation = name == "sobel" ? Operation::sobel : Operation::integral;

@@ -217,7 +217,8 @@ TEST(FilterSpec, RejectsBadSpecsNamingThemAndTheAllowedForms) {
     test::expect_error([] { parse_filter_spec("random:5:4294967296"); },
                        "seed '4294967296' is out of range; allowed: a seed from 0 to 4294967295");
     test::expect_error([] { parse_filter_spec("gaussian:5:1e999"); }, "value '1e999' is out of range");
-    test::expect_error([] { parse_filter_spec("unsharp:5:1:1e308"); }, "unsharp amount 1e+308 is not supported; allowed: a finite amount from 0 to 1000");
+    test::expect_error([] { parse_filter_spec("unsharp:5:1:1e308"); },
+                       "unsharp amount 1e+308 is not supported; allowed: a finite amount from 0 to 1000");
     test::expect_error([] { parse_filter_spec("unsharp:5:1:1000.5"); }, "unsharp amount 1000.5 is not supported");
     test::expect_error([] { parse_filter_spec("random"); }, "filter 'random' has 0 argument(s)");
 }
