@@ -1,6 +1,7 @@
 // JPEG through libjpeg / libjpeg-turbo.
 //
-// Read: gray -> 1 channel, YCbCr (or RGB) -> 3 channels; CMYK and YCCK are refused. libjpeg's
+// Read: gray -> 1 channel, YCbCr (or RGB) -> 3 channels; CMYK and YCCK are refused, and so are
+// kinds of JPEG that libjpeg's 8-bit interface does not decode (12-bit samples, say). libjpeg's
 // warnings (corrupt or truncated data, which it would otherwise paper over with gray) are treated
 // as errors: a damaged file is refused rather than decoded into plausible-looking pixels. A file
 // too short for the size its header declares is refused before the pixels are allocated, and one
@@ -20,7 +21,7 @@
 #include <new>
 
 #include <jpeglib.h>
-#include <jerror.h>  // ERREXIT1, JERR_OUT_OF_MEMORY
+#include <jerror.h>  // ERREXIT1, JERR_OUT_OF_MEMORY, JERR_BAD_PRECISION, JERR_SOF_UNSUPPORTED
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@ struct JpegErrorManager {
     jpeg_error_mgr base;  // first member: libjpeg sees a jpeg_error_mgr*
     std::jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
+    int code;             // libjpeg's message code of the error (JERR_...)
     bool too_many_scans;  // set by stop_after_many_scans before it jumps
 };
 
@@ -52,7 +54,19 @@ void stop_after_many_scans(j_common_ptr cinfo) {
 [[noreturn]] void jump_on_error(j_common_ptr cinfo) {
     auto* manager = reinterpret_cast<JpegErrorManager*>(cinfo->err);
     (*cinfo->err->format_message)(cinfo, manager->message);
+    manager->code = cinfo->err->msg_code;
     std::longjmp(manager->jump, 1);
+}
+
+// The error of a file libjpeg could not read: a valid JPEG of a kind it does not decode (12-bit
+// samples, lossless or hierarchical coding) is named as such, not as corrupt.
+Error read_error(const std::string& name, const JpegErrorManager& manager) {
+    if (manager.code == JERR_BAD_PRECISION || manager.code == JERR_SOF_UNSUPPORTED) {
+        return Error(fmt::format("{}: a kind of JPEG klab does not decode (libjpeg: {})", name, manager.message),
+                     "8-bit baseline or progressive JPEG, gray or RGB");
+    }
+    return Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, manager.message),
+                 "a complete, valid JPEG file");
 }
 
 // msg_level -1 is a warning (corrupt data); higher levels are trace messages, which we drop
@@ -66,6 +80,7 @@ void install_error_manager(JpegErrorManager& manager) {
     manager.base.error_exit = jump_on_error;
     manager.base.emit_message = jump_on_warning;
     manager.message[0] = '\0';
+    manager.code = 0;
     manager.too_many_scans = false;
 }
 
@@ -194,10 +209,7 @@ struct Compressor {
 
 ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& name, std::int64_t max_pixels) {
     Decompressor jpeg;
-    if (!read_jpeg_header(&jpeg.cinfo, &jpeg.manager, bytes.data(), bytes.size())) {
-        throw Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, jpeg.manager.message),
-                    "a complete, valid JPEG file");
-    }
+    if (!read_jpeg_header(&jpeg.cinfo, &jpeg.manager, bytes.data(), bytes.size())) throw read_error(name, jpeg.manager);
     int channels = 0;
     switch (jpeg.cinfo.jpeg_color_space) {
         case JCS_GRAYSCALE:
@@ -236,8 +248,7 @@ ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& n
             throw Error(fmt::format("{}: the JPEG has more than {} scans", name, kMaxJpegScans),
                         fmt::format("at most {} scans (encoders write about 10)", kMaxJpegScans));
         }
-        throw Error(fmt::format("{}: the JPEG data is corrupt or truncated (libjpeg: {})", name, jpeg.manager.message),
-                    "a complete, valid JPEG file");
+        throw read_error(name, jpeg.manager);
     }
     return image;
 }

@@ -80,6 +80,22 @@ TEST_F(IoMalformed, PngHeaderBeyondTheSizeLimit) {
 }
 
 // libpng's simplified API would decode an index past the palette's end as black, silently.
+// A valid JPEG of a kind libjpeg's 8-bit interface does not decode is named as such, not as corrupt:
+// the frame header of an 8-bit file turned into one of 12-bit samples (SOF1, precision 12).
+TEST_F(IoMalformed, TwelveBitJpegIsAnUnsupportedKindNotCorrupt) {
+    Bytes jpeg = io::encode_image(smooth_image({16, 16, 3}), io::ImageFormat::jpeg, "x");
+    std::size_t sof = 0;
+    for (std::size_t i = 2; i + 4 < jpeg.size() && sof == 0; ++i) {
+        if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) sof = i;
+    }
+    ASSERT_NE(sof, 0u) << "no SOF0 marker";
+    jpeg[sof + 1] = 0xC1;  // extended sequential
+    jpeg[sof + 4] = 12;    // sample precision (after the marker's two-byte length)
+    expect_read_fails("twelve.jpg", jpeg,
+                      "a kind of JPEG klab does not decode (libjpeg: Unsupported JPEG data precision 12); allowed: 8-bit baseline "
+                      "or progressive JPEG, gray or RGB");
+}
+
 TEST_F(IoMalformed, PngPaletteIndexPastThePaletteIsRefused) {
     // palette_3x1.png holds indices 0 1 2 over a 3-entry PLTE at byte 46 (after IHDR and sRGB):
     // cut the palette to 2 entries, so that pixel (2, 0) names entry 2, which is not there.
