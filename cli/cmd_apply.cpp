@@ -140,7 +140,11 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
     if (fs::is_directory(in, ec)) {
         throw Error(fmt::format("IN '{}' is a directory", in), "an image file, or --out-dir DIR INPUT... for a directory's images");
     }
-    if (!fs::exists(in, ec)) throw Error(fmt::format("IN '{}' does not exist", in), "an image file");
+    if (!fs::exists(in, ec)) {
+        // exists() fails, not just answers false, for a loop of symbolic links or a folder it may not search.
+        const std::string why = ec ? ec.message() : "no such file";
+        throw Error(fmt::format("IN '{}' cannot be read: {}", printable(in), why), "an existing, readable image file");
+    }
     const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
     GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
 

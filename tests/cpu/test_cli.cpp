@@ -38,7 +38,11 @@ TEST_F(Cli, WrongArgumentsNameThemselvesAndWhatIsAllowed) {
     expect_failure("apply --filter box:4 " + input + " " + out, "box size 4 is not supported");
     expect_failure("apply --filter box:3 --border clamp " + input + " " + out, "unknown border mode 'clamp'");
     expect_failure("apply --filter box:3 --layout planar " + input + " " + out, "--layout");
-    expect_failure("apply --filter box:3 " + (dir / "missing.png").string() + " " + out, "missing.png");
+    expect_failure("apply --filter box:3 " + (dir / "missing.png").string() + " " + out,
+                   "IN '" + (dir / "missing.png").string() + "' cannot be read: no such file");
+    fs::create_symlink(dir / "loop_b.png", dir / "loop_a.png");  // a loop of symbolic links: said so
+    fs::create_symlink(dir / "loop_a.png", dir / "loop_b.png");
+    expect_failure("apply --filter box:3 " + (dir / "loop_a.png").string() + " " + out, "Too many levels of symbolic links");
     expect_failure("apply --filter box:3 " + input + " " + (dir / "out.tiff").string(), "out.tiff");
     expect_failure("apply --filter box:3 --variant conv.global " + input + " " + out, "--variant");
     expect_failure("apply --filter box:3 --block 32x8 " + input + " " + out, "--block 32x8 with --backend cpu");
