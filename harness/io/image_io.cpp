@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <istream>
 #include <optional>
 #include <random>
 #include <system_error>
@@ -186,7 +187,7 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
     throw Error(fmt::format("{}: internal error: unhandled image format", name));
 }
 
-std::string read_all(std::ifstream& in, const fs::path& path, std::uintmax_t max_bytes, const std::string& name,
+std::string read_all(std::istream& in, const fs::path& path, std::uintmax_t max_bytes, const std::string& name,
                      const std::string& allowed) {
     // A directory opens as a stream on Linux and fails at its first read: say what it is instead.
     std::error_code ec;

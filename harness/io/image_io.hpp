@@ -12,7 +12,7 @@
 // a failure never leaves a half-written or truncated output behind.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -61,7 +61,7 @@ inline constexpr std::uintmax_t kMaxTextFileBytes = std::uintmax_t{256} << 20;
 // All of `in`, a stream its caller opened from `path`, as text. Refused with a klab::Error that
 // names the file as `name` and ends in `allowed`: a directory, a file (or a pipe or device) that
 // holds more than `max_bytes`, a read error.
-std::string read_all(std::ifstream& in, const std::filesystem::path& path, std::uintmax_t max_bytes, const std::string& name,
+std::string read_all(std::istream& in, const std::filesystem::path& path, std::uintmax_t max_bytes, const std::string& name,
                      const std::string& allowed);
 
 }  // namespace klab::io

@@ -9,6 +9,7 @@
 // Write: 1 (gray), 3 (RGB) or 4 (RGBA) channels, 8-bit.
 #include <png.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -90,16 +91,11 @@ std::uint64_t minimum_idat_bytes(const std::vector<std::uint8_t>& bytes) {
     return u32(16) * u32(20) * samples * bit_depth / 8 / 1032;
 }
 
-// libpng's simplified API decodes a palette index past the palette's end as black, without a
-// warning. Read as a colour map, the indices come back as the file stores them: a file that names
-// an entry it does not have is refused.
-void check_palette_indices(const std::vector<std::uint8_t>& bytes, const std::string& name) {
-    PngImage png;
-    if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size())) {
-        throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
-                    "a complete, valid PNG file");
-    }
-    png.image.format = PNG_FORMAT_RGBA_COLORMAP;
+// A palette file, read as its indices and its colour map and expanded here: libpng's own expansion
+// decodes an index past the palette's end as black, without a warning, and such a file is refused.
+void read_palette_pixels(PngImage& png, const std::string& name, ImageU8& image) {
+    const int channels = image.channels();
+    png.image.format = channels == 4 ? PNG_FORMAT_RGBA_COLORMAP : PNG_FORMAT_RGB_COLORMAP;
     std::vector<std::uint8_t> indices(PNG_IMAGE_SIZE(png.image));
     std::vector<std::uint8_t> colormap(PNG_IMAGE_COLORMAP_SIZE(png.image));
     if (!png_image_finish_read(&png.image, nullptr, indices.data(), 0, colormap.data())) {
@@ -107,11 +103,18 @@ void check_palette_indices(const std::vector<std::uint8_t>& bytes, const std::st
                     "a complete, valid PNG file");
     }
     const png_uint_32 entries = png.image.colormap_entries;
-    for (std::size_t i = 0; i < indices.size(); ++i) {
-        if (indices[i] >= entries) {
-            throw Error(fmt::format("{}: the PNG pixel ({}, {}) is palette entry {}, but the palette has {} {}", name,
-                                    i % png.image.width, i / png.image.width, indices[i], entries, entries == 1 ? "entry" : "entries"),
-                        "a valid PNG file (palette indices below the palette's size)");
+    const int width = image.width();
+    for (int y = 0; y < image.height(); ++y) {
+        std::uint8_t* row = image.data() + static_cast<std::size_t>(y) * image.pitch_bytes();
+        for (int x = 0; x < width; ++x) {
+            const std::uint8_t index = indices[static_cast<std::size_t>(y) * width + x];
+            if (index >= entries) {
+                throw Error(fmt::format("{}: the PNG pixel ({}, {}) is palette entry {}, but the palette has {} {}", name, x, y,
+                                        index, entries, entries == 1 ? "entry" : "entries"),
+                            "a valid PNG file (palette indices below the palette's size)");
+            }
+            std::memcpy(row + static_cast<std::size_t>(x) * channels, colormap.data() + static_cast<std::size_t>(index) * channels,
+                        static_cast<std::size_t>(channels));
         }
     }
 }
@@ -152,13 +155,16 @@ ImageU8 decode_png(const std::vector<std::uint8_t>& file_bytes, const std::strin
         png.image.format = PNG_FORMAT_RGB;
     }
     ImageU8 image(static_cast<int>(png.image.width), static_cast<int>(png.image.height), channels);
+    if (file_format & PNG_FORMAT_FLAG_COLORMAP) {
+        read_palette_pixels(png, name, image);
+        return image;
+    }
     // The row stride is counted in components, which are bytes here.
     const auto row_stride = static_cast<png_int_32>(image.pitch_bytes());
     if (!png_image_finish_read(&png.image, nullptr, image.data(), row_stride, nullptr)) {
         throw Error(fmt::format("{}: the PNG data is corrupt or truncated (libpng: {})", name, png_message(png.image)),
                     "a complete, valid PNG file");
     }
-    if (file_format & PNG_FORMAT_FLAG_COLORMAP) check_palette_indices(bytes, name);
     return image;
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "tests/common/run_command.hpp"
+#include "tests/common/synthetic_bench_json.hpp"
 
 namespace klab {
 namespace {
@@ -27,12 +28,6 @@ protected:
     }
     void TearDown() override { fs::remove_all(dir); }
 
-    static std::string read(const fs::path& path) {
-        std::ifstream in(path, std::ios::binary);
-        std::ostringstream text;
-        text << in.rdbuf();
-        return text.str();
-    }
     int files_in_dir() const { return static_cast<int>(std::distance(fs::directory_iterator(dir), fs::directory_iterator())); }
 
     fs::path dir;
@@ -45,7 +40,7 @@ TEST_F(BenchOutput, ARunOfNoBenchmarkLeavesTheOutputFileAsItWas) {
         fmt::format("{} --klab_study=smoke --benchmark_filter=no-such-row --benchmark_out={}", KLAB_BENCH_PATH, out.string()));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(fmt::format("klab-bench: {} is unchanged", out.string())), std::string::npos) << r.output;
-    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(test::read_text(out), "{\"earlier\": true}");
     EXPECT_EQ(files_in_dir(), 1) << "the file written beside it is gone";
 }
 
@@ -64,7 +59,7 @@ TEST_F(BenchOutput, ARunThatRanReplacesTheOutputFile) {
         "{} --klab_study=smoke '--benchmark_filter=^{}$' --benchmark_repetitions=1 --benchmark_out={} --benchmark_out_format=json",
         KLAB_BENCH_PATH, row, out.string()));
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(read(out).find(fmt::format("\"name\": \"{}\"", row)), std::string::npos) << read(out);
+    EXPECT_NE(test::read_text(out).find(fmt::format("\"name\": \"{}\"", row)), std::string::npos) << test::read_text(out);
     EXPECT_EQ(files_in_dir(), 1);
 }
 
@@ -86,7 +81,7 @@ TEST_F(BenchOutput, AListingADirectoryOrAnEmptyLastOutputLeaveTheFileAsItWas) {
         "{} --klab_study=smoke --benchmark_filter=no-such-row --benchmark_out={} --benchmark_out=", KLAB_BENCH_PATH, out.string()));
     EXPECT_EQ(emptied.exit_code, 2) << emptied.output;
     EXPECT_EQ(emptied.output.find("cannot put the output"), std::string::npos) << emptied.output;
-    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(test::read_text(out), "{\"earlier\": true}");
     EXPECT_EQ(files_in_dir(), 1);
 }
 
@@ -103,7 +98,7 @@ TEST_F(BenchOutput, RepetitionsBelowOneAreRefusedBeforeTheRun) {
                   std::string::npos)
             << r.output;
     }
-    EXPECT_EQ(read(out), "{\"earlier\": true}");
+    EXPECT_EQ(test::read_text(out), "{\"earlier\": true}");
     EXPECT_EQ(files_in_dir(), 1);
 }
 
