@@ -151,11 +151,26 @@ private:
     std::optional<TempFileRegistration> registration_;
 };
 
+std::string lower_extension(const fs::path& path) {
+    std::string extension = path.extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return extension;
+}
+
+// A .pgm file is a graymap: PGM readers refuse the P6 that an RGB image is written as, so a
+// colour image is not written under that name (a .ppm may hold a P5: PPM readers take gray too).
+void check_pgm_is_gray(const fs::path& path, int channels) {
+    if (channels != 1 && lower_extension(path) == ".pgm") {
+        throw Error(fmt::format("cannot write '{}': a .pgm file holds a gray image, and this one has {} channels ({})",
+                                path.string(), channels, detail::channels_name(channels)),
+                    "a .ppm or .pnm name (written as P6) or .png for a colour image; .pgm for gray");
+    }
+}
+
 }  // namespace
 
 ImageFormat format_from_extension(const fs::path& path) {
-    std::string extension = path.extension().string();
-    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string extension = lower_extension(path);
     if (extension == ".png") return ImageFormat::png;
     if (extension == ".jpg" || extension == ".jpeg") return ImageFormat::jpeg;
     if (extension == ".pgm" || extension == ".ppm" || extension == ".pnm") return ImageFormat::pnm;
@@ -213,6 +228,7 @@ ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), 
 void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
     // Encode first: an unsupported channel count or quality fails before the disk is touched.
     const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
+    check_pgm_is_gray(path, image.channels());
     write_file_atomically(path, bytes);
 }
 
@@ -258,6 +274,7 @@ fs::path check_target_directory(const fs::path& path) {
 void check_writable(const fs::path& path, int channels) {
     // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
     (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
+    check_pgm_is_gray(path, channels);
     (void)check_target_directory(path);
 }
 

@@ -31,7 +31,7 @@ ImageFormat format_from_extension(const std::filesystem::path& path);
 
 ImageU8 read_image(const std::filesystem::path& path);
 // `image` may have any layout and pitch; it is written interleaved. PNG takes 1/3/4 channels,
-// JPEG and PNM 1/3 (P5 for gray, P6 for RGB).
+// JPEG and PNM 1/3 (P5 for gray, P6 for RGB; a .pgm name takes gray only, .ppm and .pnm both).
 void write_image(const std::filesystem::path& path, const ImageU8& image, const WriteOptions& options = {});
 
 // The codecs on memory buffers; `name` appears in error messages (usually the file name). A

@@ -65,10 +65,16 @@ TEST_F(Cli, OutputThatCannotHoldTheResultIsRefusedUpFront) {
     const std::string jpeg = (dir / "out.jpg").string();
     expect_failure("apply --filter box:3 " + rgba + " " + jpeg, "JPEG cannot store an image with 4 channels");
     EXPECT_FALSE(fs::exists(jpeg));
-    // Sobel makes one channel, which a PGM holds.
+    // Sobel makes one channel, which a PGM holds; a box keeps RGB, which it does not.
     const std::string pgm = (dir / "edges.pgm").string();
     EXPECT_EQ(klab_cli("apply --filter sobel " + rgba + " " + pgm).exit_code, 0);
     EXPECT_TRUE(fs::exists(pgm));
+    const std::string rgb = (dir / "rgb.png").string();
+    io::write_image(rgb, test::random_image({9, 9, 3, Layout::aos}, 4));
+    const std::string colour_pgm = (dir / "colour.pgm").string();
+    expect_failure("apply --filter box:3 " + rgb + " " + colour_pgm,
+                   "a .pgm file holds a gray image, and this one has 3 channels (RGB)");
+    EXPECT_FALSE(fs::exists(colour_pgm));
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {

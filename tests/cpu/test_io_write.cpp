@@ -75,6 +75,26 @@ TEST_F(IoWrite, FourChannelsToPnmIsRefused) {
     }
 }
 
+TEST_F(IoWrite, ColourToAPgmNameIsRefusedAndGrayToAPpmIsWritten) {
+    // PGM readers refuse P6: a colour image goes to .ppm or .pnm; PPM readers take a P5.
+    for (const char* name : {"out.pgm", "out.PGM"}) {
+        expect_write_refused(dir_, name, test::random_image({5, 3, 3}, 2), {},
+                             "a .pgm file holds a gray image, and this one has 3 channels (RGB); allowed: a .ppm or "
+                             ".pnm name (written as P6) or .png for a colour image; .pgm for gray");
+    }
+    test::expect_error([&] { io::check_writable(dir_ / "out.pgm", 3); }, "a .pgm file holds a gray image");
+    EXPECT_TRUE(entries(dir_).empty());
+    const ImageU8 gray = test::random_image({5, 3, 1}, 2);
+    for (const char* name : {"gray.pgm", "gray.ppm", "gray.pnm"}) {
+        io::check_writable(dir_ / name, 1);
+        io::write_image(dir_ / name, gray);
+        EXPECT_EQ(read_bytes(dir_ / name).at(1), '5') << name;
+        EXPECT_TRUE(same_pixels(io::read_image(dir_ / name), gray)) << name;
+    }
+    io::write_image(dir_ / "rgb.pnm", test::random_image({5, 3, 3}, 2));
+    EXPECT_EQ(read_bytes(dir_ / "rgb.pnm").at(1), '6');
+}
+
 TEST_F(IoWrite, JpegQualityOutOfRangeIsRefused) {
     const ImageU8 gray = test::random_image({5, 3, 1}, 2);
     io::WriteOptions options;
