@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -200,6 +201,29 @@ void check_repetitions(const std::string& arg) {
     }
 }
 
+// The flags whose value Google Benchmark takes from a list: for any other it prints its usage and
+// exits 0, as if the run had succeeded. klab-bench refuses them first, with the list.
+void check_choice(const std::string& arg) {
+    struct Choice {
+        const char* flag;
+        std::vector<std::string> allowed;
+        const char* said;
+    };
+    static const Choice kChoices[] = {
+        {"--benchmark_format=", {"console", "json", "csv"}, "console, json or csv"},
+        {"--benchmark_out_format=", {"console", "json", "csv"}, "console, json or csv"},
+        {"--benchmark_time_unit=", {"", "ns", "us", "ms", "s"}, "ns, us, ms or s (empty: each benchmark's own)"},
+    };
+    for (const Choice& c : kChoices) {
+        if (arg.rfind(c.flag, 0) != 0) continue;
+        const std::string value = arg.substr(std::string(c.flag).size());
+        if (std::find(c.allowed.begin(), c.allowed.end(), value) == c.allowed.end()) {
+            throw Error(fmt::format("{}: '{}' is not one of its values", arg, value), c.said);
+        }
+    }
+    if (arg == "--benchmark_color=") throw Error(arg + ": no value", "auto, true or false");
+}
+
 void register_cases(const std::vector<BenchCase>& cases, bool gpu) {
     for (const BenchCase& c : cases) {
         // Each kind's timing function: gpu_rows.cpp, end_to_end_rows.cpp, cpu_reference_rows.cpp.
@@ -252,6 +276,7 @@ int bench_main(int argc, char** argv) {
         if (r.rfind("--benchmark_min_time", 0) == 0) settings().min_time_given = true;
         try {
             check_repetitions(r);
+            check_choice(r);
             output.redirect(r);
         } catch (const Error& e) {
             std::fprintf(stderr, "klab-bench: %s\n", e.what());

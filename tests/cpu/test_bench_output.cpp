@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -97,6 +98,27 @@ TEST_F(BenchOutput, RepetitionsBelowOneAreRefusedBeforeTheRun) {
                                             repetitions)),
                   std::string::npos)
             << r.output;
+    }
+    EXPECT_EQ(test::read_text(out), "{\"earlier\": true}");
+    EXPECT_EQ(files_in_dir(), 1);
+}
+
+// Google Benchmark answers a value outside a flag's list with its usage and exit status 0, as if
+// the run had succeeded: klab-bench refuses it first.
+TEST_F(BenchOutput, AFlagValueOutsideItsListIsRefusedNotAnsweredWithTheUsage) {
+    const fs::path out = dir / "bench.json";
+    { std::ofstream(out) << "{\"earlier\": true}"; }
+    const std::pair<const char*, const char*> cases[] = {
+        {"--benchmark_time_unit=parsec", "--benchmark_time_unit=parsec: 'parsec' is not one of its values; allowed: ns, us, ms or s"},
+        {"--benchmark_format=xml", "--benchmark_format=xml: 'xml' is not one of its values; allowed: console, json or csv"},
+        {"--benchmark_out_format=JSON", "--benchmark_out_format=JSON: 'JSON' is not one of its values; allowed: console, json or csv"},
+        {"--benchmark_color=", "--benchmark_color=: no value; allowed: auto, true or false"},
+    };
+    for (const auto& [flag, message] : cases) {
+        const test::CommandResult r =
+            test::run_command(fmt::format("{} --klab_study=smoke {} --benchmark_out={}", KLAB_BENCH_PATH, flag, out.string()));
+        EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.output;
+        EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
     }
     EXPECT_EQ(test::read_text(out), "{\"earlier\": true}");
     EXPECT_EQ(files_in_dir(), 1);
