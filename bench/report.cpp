@@ -4,6 +4,9 @@
 // readme_table.cpp (the README's results table).
 #include "bench/report.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -21,6 +24,42 @@ namespace {
 namespace fs = std::filesystem;
 
 void write_text(const fs::path& path, const std::string& text) { io::write_file_atomically(path, std::vector<std::uint8_t>(text.begin(), text.end())); }
+
+// A folder beside the report's files where they are all made before any is put in place, so that
+// a failure on the way (a full disk, a plot script killed) leaves the earlier report whole, not
+// its plot-data.json new and its report.md old. Removed with what is left in it.
+class StagingFolder {
+public:
+    explicit StagingFolder(const fs::path& out_dir) : path_(out_dir / fmt::format(".klab-report-{}", getpid())) {
+        std::error_code ec;
+        fs::remove_all(path_, ec);  // one a killed run of this pid left
+        if (!fs::create_directory(path_, ec)) {
+            throw Error(fmt::format("cannot write the report into {}: cannot create {}: {}", out_dir.string(), path_.string(),
+                                    ec ? ec.message() : "it exists"),
+                        "a writable directory (--out DIR)");
+        }
+    }
+    ~StagingFolder() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    StagingFolder(const StagingFolder&) = delete;
+    StagingFolder& operator=(const StagingFolder&) = delete;
+    const fs::path& path() const { return path_; }
+
+    // Moves `name` from this folder to `out_dir` (a rename: no disk space needed).
+    void put(const std::string& name, const fs::path& out_dir) const {
+        std::error_code ec;
+        fs::rename(path_ / name, out_dir / name, ec);
+        if (ec) {
+            throw Error(fmt::format("cannot put {} in place: {}", (out_dir / name).string(), ec.message()),
+                        "a writable directory (--out DIR)");
+        }
+    }
+
+private:
+    fs::path path_;
+};
 
 }  // namespace
 
@@ -46,11 +85,25 @@ ReportResult write_report(const ReportRequest& request) {
     result.report = out_dir / "report.md";
     result.plot_data = out_dir / "plot-data.json";
     const nlohmann::json data = report::plot_data(file, rows);
-    write_text(result.plot_data, data.dump(2) + "\n");
-    result.plots = report::draw_plots(request, data, result.plot_data, out_dir);
+    const StagingFolder staging(out_dir);
+    write_text(staging.path() / result.plot_data.filename(), data.dump(2) + "\n");
+    result.plots = report::draw_plots(request, data, staging.path() / result.plot_data.filename(), staging.path());
     result.draw_later = fmt::format("{} {} {} {}", request.python, request.plot_script.string(), result.plot_data.string(),
                                     out_dir.string());
-    write_text(result.report, report_markdown(file, result.plots));
+    write_text(staging.path() / result.report.filename(), report_markdown(file, result.plots));
+
+    // All made: into place, report.md last. A PNG the script was asked for and did not draw goes,
+    // so that an earlier report's is not taken for this one's.
+    for (const std::string& png : result.plots.asked) {
+        if (std::find(result.plots.drawn.begin(), result.plots.drawn.end(), png) != result.plots.drawn.end()) {
+            staging.put(png, out_dir);
+        } else {
+            std::error_code ignored;
+            fs::remove(out_dir / png, ignored);
+        }
+    }
+    staging.put(result.plot_data.filename().string(), out_dir);
+    staging.put(result.report.filename().string(), out_dir);
     return result;
 }
 

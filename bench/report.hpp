@@ -13,7 +13,8 @@ namespace klab::bench {
 
 // What became of the plots.
 struct PlotOutcome {
-    std::vector<std::string> drawn;  // PNG file names (in the report's folder) that exist now
+    std::vector<std::string> asked;  // PNG file names the plot script was run to draw (none when it was not run)
+    std::vector<std::string> drawn;  // of them, those it drew (report.md links these)
     std::string not_drawn;           // why some or all were not drawn; "" when all were
 };
 

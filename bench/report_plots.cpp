@@ -144,11 +144,7 @@ PlotOutcome draw_plots(const ReportRequest& request, const json& data, const fs:
         outcome.not_drawn = fmt::format("the plot script {} does not exist (--plot-script PATH names another)", request.plot_script.string());
         return outcome;
     }
-    // A PNG left by an earlier report would be linked as if this run had drawn it.
-    for (const std::string& f : files) {
-        std::error_code ignored;
-        fs::remove(out_dir / f, ignored);
-    }
+    outcome.asked = files;
     int spawn_error = 0;
     const int status = run_program({request.python, request.plot_script.string(), data_path.string(), out_dir.string()}, spawn_error);
     for (const std::string& f : files)

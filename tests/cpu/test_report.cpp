@@ -269,7 +269,8 @@ std::string fake_script(const std::string& mode) {
            "if mode == 'no-matplotlib': sys.exit(3)\n"
            "plots = json.load(open(sys.argv[1]))['plots']\n"
            "for p in plots[:1] if mode == 'first' else plots:\n"
-           "    pathlib.Path(sys.argv[2], p['file']).write_bytes(b'PNG')\n"
+           "    pathlib.Path(sys.argv[2], p['file']).write_bytes(b'PNG ' + mode.encode())\n"
+           "if mode == 'block-report': pathlib.Path(sys.argv[2], 'report.md').mkdir()\n"
            "sys.exit(1 if mode == 'first' else 0)\n";
 }
 
@@ -316,6 +317,31 @@ TEST_F(Report, ReportLinksOnlyThePlotsThatWereDrawn) {
     expect_has(read(dir / "report.md"), "**Plots not drawn:** klab report ran with --no-plots");
     EXPECT_EQ(r.output.find("warning"), std::string::npos) << "--no-plots is a choice, not a problem\n" << r.output;
     expect_has(r.output, "wrote " + (dir / "report.md").string());
+}
+
+// A report that fails after its plot data and plots were made (here report.md cannot be written)
+// leaves the earlier report whole: no file of it replaced, and nothing of the new one left.
+TEST_F(Report, AFailedReportLeavesTheEarlierOneWhole) {
+    write(bench_json(gpu_rows(true), gpu_context()));
+    const fs::path script = dir / "fake_plot.py";
+    write(script, fake_script("all"));
+    test::CommandResult r = klab(bench.string() + " --plot-script " + script.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::map<std::string, std::string> before;
+    for (const auto& entry : fs::directory_iterator(dir)) before[entry.path().filename().string()] = read(entry.path());
+    ASSERT_EQ(before.count("plot-data.json"), 1u);
+    ASSERT_EQ(before.at("bandwidth_8K.png"), "PNG all");
+
+    write(bench, bench_json(gpu_rows(false), gpu_context()).dump(2));  // other rows: other plot data
+    before["bench.json"] = read(bench);
+    write(script, fake_script("block-report"));
+    before["fake_plot.py"] = read(script);
+    r = klab(bench.string() + " --plot-script " + script.string());
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    expect_has(r.output, "report.md");
+    std::map<std::string, std::string> after;
+    for (const auto& entry : fs::directory_iterator(dir)) after[entry.path().filename().string()] = read(entry.path());
+    EXPECT_EQ(after, before) << "a file was replaced or a staging folder left";
 }
 
 // The real script: with matplotlib it draws three PNGs that report.md links; without, it says so.
