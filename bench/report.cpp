@@ -4,9 +4,11 @@
 // readme_table.cpp (the README's results table).
 #include "bench/report.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -26,13 +28,14 @@ namespace fs = std::filesystem;
 void write_text(const fs::path& path, const std::string& text) { io::write_file_atomically(path, std::vector<std::uint8_t>(text.begin(), text.end())); }
 
 // A folder beside the report's files where they are all made before any is put in place, so that
-// a failure on the way (a full disk, a plot script killed) leaves the earlier report whole, not
-// its plot-data.json new and its report.md old. Removed with what is left in it.
+// a failure on the way (a full disk, an interrupt) leaves the earlier report whole, not its
+// plot-data.json new and its report.md old. Removed with what is left in it; one that a klab
+// ended by a signal left is removed by the next report into the same folder.
 class StagingFolder {
 public:
-    explicit StagingFolder(const fs::path& out_dir) : path_(out_dir / fmt::format(".klab-report-{}", getpid())) {
+    explicit StagingFolder(const fs::path& out_dir) : path_(out_dir / fmt::format("{}{}", kPrefix, getpid())) {
+        remove_abandoned(out_dir);
         std::error_code ec;
-        fs::remove_all(path_, ec);  // one a killed run of this pid left
         if (!fs::create_directory(path_, ec)) {
             throw Error(fmt::format("cannot write the report into {}: cannot create {}: {}", out_dir.string(), path_.string(),
                                     ec ? ec.message() : "it exists"),
@@ -58,6 +61,23 @@ public:
     }
 
 private:
+    static constexpr const char* kPrefix = ".klab-report-";
+
+    // The staging folders of processes that no longer run (this pid's too: a run that was killed).
+    static void remove_abandoned(const fs::path& out_dir) {
+        std::error_code ec;
+        for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+            const std::string name = it->path().filename().string();
+            if (name.rfind(kPrefix, 0) != 0) continue;
+            const std::string digits = name.substr(std::string(kPrefix).size());
+            if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+            const pid_t pid = static_cast<pid_t>(std::stol(digits));
+            if (pid != getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // a report running now
+            std::error_code ignored;
+            fs::remove_all(it->path(), ignored);
+        }
+    }
+
     fs::path path_;
 };
 

@@ -320,13 +320,21 @@ TEST_F(Report, ReportLinksOnlyThePlotsThatWereDrawn) {
 }
 
 // A report that fails after its plot data and plots were made (here report.md cannot be written)
-// leaves the earlier report whole: no file of it replaced, and nothing of the new one left.
+// leaves the earlier report whole: no file of it replaced, and nothing of the new one left. A
+// staging folder that an earlier klab ended by a signal left is removed.
 TEST_F(Report, AFailedReportLeavesTheEarlierOneWhole) {
     write(bench_json(gpu_rows(true), gpu_context()));
     const fs::path script = dir / "fake_plot.py";
     write(script, fake_script("all"));
+    // A staging folder of a klab that no longer runs goes; one of a running process (pid 1) stays.
+    fs::create_directory(dir / ".klab-report-999999999");
+    write(dir / ".klab-report-999999999" / "report.md", "abandoned");
+    fs::create_directory(dir / ".klab-report-1");
     test::CommandResult r = klab(bench.string() + " --plot-script " + script.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(fs::exists(dir / ".klab-report-999999999"));
+    EXPECT_TRUE(fs::is_directory(dir / ".klab-report-1"));
+    fs::remove(dir / ".klab-report-1");
     std::map<std::string, std::string> before;
     for (const auto& entry : fs::directory_iterator(dir)) before[entry.path().filename().string()] = read(entry.path());
     ASSERT_EQ(before.count("plot-data.json"), 1u);
