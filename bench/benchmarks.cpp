@@ -207,18 +207,18 @@ void check_choice(const std::string& arg) {
     struct Choice {
         const char* flag;
         std::vector<std::string> allowed;
-        const char* said;
+        const char* allowed_text;
     };
     static const Choice kChoices[] = {
         {"--benchmark_format=", {"console", "json", "csv"}, "console, json or csv"},
         {"--benchmark_out_format=", {"console", "json", "csv"}, "console, json or csv"},
-        {"--benchmark_time_unit=", {"", "ns", "us", "ms", "s"}, "ns, us, ms or s (empty: each benchmark's own)"},
+        {"--benchmark_time_unit=", {"", "ns", "us", "ms", "s"}, "ns, us, ms or s"},
     };
     for (const Choice& c : kChoices) {
         if (arg.rfind(c.flag, 0) != 0) continue;
         const std::string value = arg.substr(std::string(c.flag).size());
         if (std::find(c.allowed.begin(), c.allowed.end(), value) == c.allowed.end()) {
-            throw Error(fmt::format("{}: '{}' is not one of its values", arg, value), c.said);
+            throw Error(fmt::format("{}: '{}' is not one of its values", arg, value), c.allowed_text);
         }
     }
     if (arg == "--benchmark_color=") throw Error(arg + ": no value", "auto, true or false");

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <string>
+#include <vector>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -50,6 +53,17 @@ public:
     StagingFolder& operator=(const StagingFolder&) = delete;
     const fs::path& path() const { return path_; }
 
+    // Writes `text` as `name` in this folder; a failure (a full disk) says that the report in
+    // `out_dir` was left as it was.
+    void make(const std::string& name, const std::string& text, const fs::path& out_dir) const {
+        try {
+            write_text(path_ / name, text);
+        } catch (const Error& e) {
+            throw Error(fmt::format("cannot make the report's {} (the report in {} is left as it was): {}", name, out_dir.string(),
+                                    e.what()));
+        }
+    }
+
     // Moves `name` from this folder to `out_dir` (a rename: no disk space needed).
     void put(const std::string& name, const fs::path& out_dir) const {
         std::error_code ec;
@@ -63,8 +77,11 @@ public:
 private:
     static constexpr const char* kPrefix = ".klab-report-";
 
-    // The staging folders of processes that no longer run (this pid's too: a run that was killed).
+    // The staging folders of processes that no longer run and were left an hour ago or more (a
+    // folder shared with other machines or containers, whose pids this one cannot see, keeps
+    // their reports running now), and this pid's own (one report at a time per process).
     static void remove_abandoned(const fs::path& out_dir) {
+        const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
         std::error_code ec;
         for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
             const std::string name = it->path().filename().string();
@@ -72,7 +89,12 @@ private:
             const std::string digits = name.substr(std::string(kPrefix).size());
             if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
             const pid_t pid = static_cast<pid_t>(std::stol(digits));
-            if (pid != getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // a report running now
+            if (pid != getpid()) {
+                if (::kill(pid, 0) == 0 || errno == EPERM) continue;  // a report running now
+                std::error_code time_ec;
+                const fs::file_time_type left = fs::last_write_time(it->path(), time_ec);
+                if (time_ec || left > an_hour_ago) continue;
+            }
             std::error_code ignored;
             fs::remove_all(it->path(), ignored);
         }
@@ -105,25 +127,34 @@ ReportResult write_report(const ReportRequest& request) {
     result.report = out_dir / "report.md";
     result.plot_data = out_dir / "plot-data.json";
     const nlohmann::json data = report::plot_data(file, rows);
+    // What goes in place at the end must be able to: a folder in the way is found now.
+    std::vector<std::string> names = {result.plot_data.filename().string(), result.report.filename().string()};
+    for (const nlohmann::json& plot : data["plots"]) names.push_back(plot["file"].get<std::string>());
+    for (const std::string& name : names) {
+        if (fs::is_directory(out_dir / name, ec)) {
+            throw Error(fmt::format("cannot write {}: it is an existing directory", (out_dir / name).string()),
+                        "a report folder (--out DIR) whose report.md, plot-data.json and PNG names are files or free");
+        }
+    }
+
     const StagingFolder staging(out_dir);
-    write_text(staging.path() / result.plot_data.filename(), data.dump(2) + "\n");
+    staging.make(result.plot_data.filename().string(), data.dump(2) + "\n", out_dir);
     result.plots = report::draw_plots(request, data, staging.path() / result.plot_data.filename(), staging.path());
     result.draw_later = fmt::format("{} {} {} {}", request.python, request.plot_script.string(), result.plot_data.string(),
                                     out_dir.string());
-    write_text(staging.path() / result.report.filename(), report_markdown(file, result.plots));
+    staging.make(result.report.filename().string(), report_markdown(file, result.plots), out_dir);
 
-    // All made: into place, report.md last. A PNG the script was asked for and did not draw goes,
-    // so that an earlier report's is not taken for this one's.
+    // All made: into place, report.md last. Then a PNG the script was asked for and did not draw
+    // goes, so that an earlier report's is not taken for this one's.
+    for (const std::string& png : result.plots.drawn) staging.put(png, out_dir);
+    staging.put(result.plot_data.filename().string(), out_dir);
+    staging.put(result.report.filename().string(), out_dir);
     for (const std::string& png : result.plots.asked) {
-        if (std::find(result.plots.drawn.begin(), result.plots.drawn.end(), png) != result.plots.drawn.end()) {
-            staging.put(png, out_dir);
-        } else {
+        if (std::find(result.plots.drawn.begin(), result.plots.drawn.end(), png) == result.plots.drawn.end()) {
             std::error_code ignored;
             fs::remove(out_dir / png, ignored);
         }
     }
-    staging.put(result.plot_data.filename().string(), out_dir);
-    staging.put(result.report.filename().string(), out_dir);
     return result;
 }
 

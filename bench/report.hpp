@@ -13,7 +13,7 @@ namespace klab::bench {
 
 // What became of the plots.
 struct PlotOutcome {
-    std::vector<std::string> asked;  // PNG file names the plot script was run to draw (none when it was not run)
+    std::vector<std::string> asked;  // PNG file names the plot script was to draw (none with --no-plots or no script)
     std::vector<std::string> drawn;  // of them, those it drew (report.md links these)
     std::string not_drawn;           // why some or all were not drawn; "" when all were
 };
@@ -51,8 +51,9 @@ struct ReportResult {
 };
 
 // Loads the file (klab::Error when it is missing or not klab-bench JSON, or holds no row that
-// ran), writes plot-data.json, runs the plot script, then writes report.md; both files are
-// written atomically, so a failure leaves no half-written report.
+// ran), makes plot-data.json, the plots (the plot script) and report.md in a staging folder
+// beside them, then renames them into place, report.md last: a failure while they are made
+// leaves the earlier report as it was. One report at a time per process.
 ReportResult write_report(const ReportRequest& request);
 
 }  // namespace klab::bench

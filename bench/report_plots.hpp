@@ -14,8 +14,8 @@ namespace klab::bench::report {
 // plot-data.json's document (format: bench/README.md, "Report"); only plots with rows.
 nlohmann::json plot_data(const BenchFile& file, const Rows& rows);
 
-// Runs request.plot_script on `data` (written at `data_path`) to draw its PNGs into `out_dir`, an
-// empty folder; says which were drawn, and why not the rest.
+// Runs request.plot_script on `data` (written at `data_path`) to draw its PNGs into `out_dir`, a
+// folder with no PNG in it yet; says which were drawn, and why not the rest.
 PlotOutcome draw_plots(const ReportRequest& request, const nlohmann::json& data, const std::filesystem::path& data_path,
                        const std::filesystem::path& out_dir);
 

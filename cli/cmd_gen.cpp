@@ -20,7 +20,7 @@ namespace {
 struct GenOptions {
     std::string pattern = "natural";
     std::string size = "HD";
-    int channels = 3;
+    int channels = 0;  // unset: 1 for a .pgm OUT, else 3
     std::string seed = "1";  // parsed by parse_seed: CLI11 versions differ on "-1" for unsigned
     bool all = false;
     std::string out;  // the output file, or with --all the output directory
@@ -44,17 +44,14 @@ void write_one(const GenOptions& o) {
     }
     const synth::Pattern pattern = synth::parse_pattern(o.pattern);
     const synth::Resolution res = synth::parse_resolution(o.size);
-    if (o.channels != 1 && o.channels != 3 && o.channels != 4) {
-        throw Error(fmt::format("unsupported channel count {} (--channels)", o.channels),
-                    "1 (gray), 3 (RGB), 4 (RGBA; PNG only)");
-    }
     const std::uint64_t seed = parse_seed(o.seed);
     const std::filesystem::path path(o.out);
-    io::check_writable(path, o.channels);  // refuse a bad path before spending time generating
-    const ImageU8 image = synth::generate(pattern, res.width, res.height, o.channels, seed);
+    const int channels = o.channels != 0 ? o.channels : io::gray_only_extension(path) ? 1 : 3;
+    io::check_writable(path, channels);  // refuse a bad path before spending time generating
+    const ImageU8 image = synth::generate(pattern, res.width, res.height, channels, seed);
     io::write_image(path, image);
     fmt::print("wrote {} ({} {}x{}x{}, seed {})\n", path.string(), synth::to_string(pattern), res.width,
-               res.height, o.channels, seed);
+               res.height, channels, seed);
 }
 
 void write_all(const GenOptions& o) {
@@ -101,7 +98,7 @@ void add_gen_command(CLI::App& app) {
         "  klab gen --size 17x13 --pattern noise small.ppm\n"
         "  klab gen --all            (every pattern at every named size, RGB PNG, into {})\n"
         "  klab gen --all /tmp/gen\n"
-        "Output format follows OUT's extension: .png, .jpg/.jpeg, .pgm/.ppm/.pnm.",
+        "Output format follows OUT's extension: .png, .jpg/.jpeg, .pgm (gray only), .ppm/.pnm.",
         kDefaultDir));
 
     CLI::Option* pattern = gen->add_option("-p,--pattern", options->pattern,
@@ -111,9 +108,9 @@ void add_gen_command(CLI::App& app) {
                                         "480p (640x480), 720p (1280x720), HD (1920x1080), 4K (3840x2160), "
                                         "8K (7680x4320), or WxH");
     size->capture_default_str();
-    CLI::Option* channels =
-        gen->add_option("-c,--channels", options->channels, "1 (gray), 3 (RGB) or 4 (RGBA, alpha 255)");
-    channels->capture_default_str();
+    CLI::Option* channels = gen->add_option("-c,--channels", options->channels,
+                                            "1 (gray), 3 (RGB) or 4 (RGBA, alpha 255); default 3, 1 for a .pgm OUT");
+    channels->check(CLI::IsMember({1, 3, 4}));
     gen->add_option("--seed", options->seed, "seed for the noise and natural patterns, 0 to 2^64-1")
         ->capture_default_str()
         ->type_name("UINT");

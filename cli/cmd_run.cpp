@@ -175,8 +175,10 @@ void run_study(const RunOptions& o) {
         request.out_dir = out;
         request.plot_script = fs::path(KLAB_SOURCE_DIR) / "scripts" / "plot_bench.py";
         const bench::ReportResult report = bench::write_report(request);
-        fmt::print("wrote {}{}\n", report.report.string(),
-                   report.plots.not_drawn.empty() ? std::string() : fmt::format(" (plots: {})", report.plots.not_drawn));
+        std::string plots;
+        for (const std::string& p : report.plots.drawn) plots += (plots.empty() ? "" : ", ") + (out / p).string();
+        fmt::print("wrote {}{}{}\n", report.report.string(), plots.empty() ? std::string() : "; plots: " + plots,
+                   report.plots.not_drawn.empty() ? std::string() : fmt::format(" (plots not drawn: {})", report.plots.not_drawn));
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print("\nklab run finished in {:.0f} s; results in {}\n", seconds, out.string());

@@ -181,7 +181,7 @@ def main(argv):
         fig.savefig(temporary, format="png", dpi=120)
         plt.close(fig)
         temporary.replace(target)
-        print(f"plot_bench.py: wrote {target}")
+        print(f"plot_bench.py: drew {plot['file']}")  # klab report may draw in a folder it renames from
     return status
 
 

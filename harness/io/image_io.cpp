@@ -157,17 +157,18 @@ std::string lower_extension(const fs::path& path) {
     return extension;
 }
 
-// A .pgm file is a graymap: PGM readers refuse the P6 that an RGB image is written as, so a
-// colour image is not written under that name (a .ppm may hold a P5: PPM readers take gray too).
 void check_pgm_is_gray(const fs::path& path, int channels) {
-    if (channels != 1 && lower_extension(path) == ".pgm") {
+    if (channels != 1 && gray_only_extension(path)) {
         throw Error(fmt::format("cannot write '{}': a .pgm file holds a gray image, and this one has {} channels ({})",
                                 path.string(), channels, detail::channels_name(channels)),
-                    "a .ppm or .pnm name (written as P6) or .png for a colour image; .pgm for gray");
+                    channels == 3 ? "a .ppm or .pnm name (written as P6) or .png for RGB; .pgm for gray"
+                                  : "a .png name for RGBA; .pgm for gray");
     }
 }
 
 }  // namespace
+
+bool gray_only_extension(const fs::path& path) { return lower_extension(path) == ".pgm"; }
 
 ImageFormat format_from_extension(const fs::path& path) {
     const std::string extension = lower_extension(path);
@@ -227,8 +228,8 @@ ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), 
 
 void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
     // Encode first: an unsupported channel count or quality fails before the disk is touched.
-    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
     check_pgm_is_gray(path, image.channels());
+    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
     write_file_atomically(path, bytes);
 }
 
@@ -273,8 +274,8 @@ fs::path check_target_directory(const fs::path& path) {
 
 void check_writable(const fs::path& path, int channels) {
     // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
-    (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
     check_pgm_is_gray(path, channels);
+    (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
     (void)check_target_directory(path);
 }
 

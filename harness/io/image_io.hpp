@@ -29,6 +29,11 @@ struct WriteOptions {
 // Throws unless `path` ends in .png, .jpg, .jpeg, .pgm, .ppm or .pnm (any case).
 ImageFormat format_from_extension(const std::filesystem::path& path);
 
+// True for a .pgm name (any case): a graymap, which holds gray only. PGM readers refuse the P6 an
+// RGB image is written as, so write_image refuses colour there; .ppm and .pnm take both (PPM
+// readers take a P5 too).
+bool gray_only_extension(const std::filesystem::path& path);
+
 ImageU8 read_image(const std::filesystem::path& path);
 // `image` may have any layout and pitch; it is written interleaved. PNG takes 1/3/4 channels,
 // JPEG and PNM 1/3 (P5 for gray, P6 for RGB; a .pgm name takes gray only, .ppm and .pnm both).

@@ -167,7 +167,8 @@ def read_image(path: str):
 
 
 def write_image(path: str, a) -> None:
-    """Writes a uint8 host array ((H, W) or (H, W, C)) to PNG, JPEG or PGM/PPM, by the extension."""
+    """Writes a uint8 host array ((H, W) or (H, W, C)) to PNG, JPEG or PGM/PPM, by the extension
+    (a .pgm name takes gray only)."""
     image = _arrays.as_image(_arrays.describe(a, "a"), "a", "hwc", "uint8")
     if image.array.device is not None:
         raise ValueError(f"a is in {image.array.where}; allowed: a host (NumPy) array")

@@ -77,6 +77,20 @@ TEST_F(Cli, OutputThatCannotHoldTheResultIsRefusedUpFront) {
     EXPECT_FALSE(fs::exists(colour_pgm));
 }
 
+// klab gen writes gray for a .pgm name unless told otherwise, and refuses colour there.
+TEST_F(Cli, GenWritesGrayForAPgmName) {
+    const fs::path pgm = dir / "g.pgm", ppm = dir / "c.ppm";
+    ASSERT_EQ(klab_cli("gen --size 17x13 " + pgm.string()).exit_code, 0);
+    EXPECT_EQ(io::read_image(pgm).shape(), (ImageShape{17, 13, 1, Layout::aos}));
+    ASSERT_EQ(klab_cli("gen --size 17x13 " + ppm.string()).exit_code, 0);
+    EXPECT_EQ(io::read_image(ppm).shape(), (ImageShape{17, 13, 3, Layout::aos}));
+    expect_failure("gen --size 17x13 --channels 3 " + (dir / "rgb.pgm").string(),
+                   "a .pgm file holds a gray image, and this one has 3 channels (RGB)");
+    expect_failure("gen --size 17x13 --channels 0 " + (dir / "zero.png").string(), "--channels");
+    EXPECT_FALSE(fs::exists(dir / "rgb.pgm"));
+    EXPECT_FALSE(fs::exists(dir / "zero.png"));
+}
+
 TEST_F(Cli, EveryCommandHasHelp) {
     for (const char* command : {"", "info", "list", "apply", "gen", "run"}) {
         const Result r = klab_cli(std::string(command) + " --help");

@@ -68,7 +68,7 @@ TEST_F(IoWrite, FourChannelsToJpegIsRefused) {
 
 TEST_F(IoWrite, FourChannelsToPnmIsRefused) {
     const ImageU8 rgba = test::random_image({5, 3, 4, Layout::soa}, 2);
-    for (const char* name : {"out.pgm", "out.ppm", "out.pnm"}) {
+    for (const char* name : {"out.ppm", "out.pnm"}) {  // out.pgm: ColourToAPgmName...
         expect_write_refused(dir_, name, rgba, {},
                              "PNM cannot store an image with 4 channels (RGBA); allowed: 1 (gray, written as P5) or 3 "
                              "(RGB, written as P6) channels");
@@ -80,8 +80,11 @@ TEST_F(IoWrite, ColourToAPgmNameIsRefusedAndGrayToAPpmIsWritten) {
     for (const char* name : {"out.pgm", "out.PGM"}) {
         expect_write_refused(dir_, name, test::random_image({5, 3, 3}, 2), {},
                              "a .pgm file holds a gray image, and this one has 3 channels (RGB); allowed: a .ppm or "
-                             ".pnm name (written as P6) or .png for a colour image; .pgm for gray");
+                             ".pnm name (written as P6) or .png for RGB; .pgm for gray");
     }
+    expect_write_refused(dir_, "out.pgm", test::random_image({5, 3, 4}, 2), {},
+                         "a .pgm file holds a gray image, and this one has 4 channels (RGBA); allowed: a .png name for "
+                         "RGBA; .pgm for gray");
     test::expect_error([&] { io::check_writable(dir_ / "out.pgm", 3); }, "a .pgm file holds a gray image");
     EXPECT_TRUE(entries(dir_).empty());
     const ImageU8 gray = test::random_image({5, 3, 1}, 2);

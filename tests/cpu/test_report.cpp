@@ -4,6 +4,7 @@
 // report.md links only the plots that were drawn.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -327,13 +328,18 @@ TEST_F(Report, AFailedReportLeavesTheEarlierOneWhole) {
     const fs::path script = dir / "fake_plot.py";
     write(script, fake_script("all"));
     // A staging folder of a klab that no longer runs goes; one of a running process (pid 1) stays.
+    // A fresh one of a pid not seen here may be another machine's report running now: it stays too.
     fs::create_directory(dir / ".klab-report-999999999");
     write(dir / ".klab-report-999999999" / "report.md", "abandoned");
+    fs::last_write_time(dir / ".klab-report-999999999", fs::file_time_type::clock::now() - std::chrono::hours(2));
+    fs::create_directory(dir / ".klab-report-999999998");
     fs::create_directory(dir / ".klab-report-1");
     test::CommandResult r = klab(bench.string() + " --plot-script " + script.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_FALSE(fs::exists(dir / ".klab-report-999999999"));
+    EXPECT_TRUE(fs::is_directory(dir / ".klab-report-999999998"));
     EXPECT_TRUE(fs::is_directory(dir / ".klab-report-1"));
+    fs::remove(dir / ".klab-report-999999998");
     fs::remove(dir / ".klab-report-1");
     std::map<std::string, std::string> before;
     for (const auto& entry : fs::directory_iterator(dir)) before[entry.path().filename().string()] = read(entry.path());
@@ -346,10 +352,24 @@ TEST_F(Report, AFailedReportLeavesTheEarlierOneWhole) {
     before["fake_plot.py"] = read(script);
     r = klab(bench.string() + " --plot-script " + script.string());
     EXPECT_NE(r.exit_code, 0) << r.output;
-    expect_has(r.output, "report.md");
+    expect_has(r.output, "cannot make the report's report.md (the report in " + dir.string() + " is left as it was)");
     std::map<std::string, std::string> after;
     for (const auto& entry : fs::directory_iterator(dir)) after[entry.path().filename().string()] = read(entry.path());
     EXPECT_EQ(after, before) << "a file was replaced or a staging folder left";
+}
+
+// A folder in the way of one of the report's files is found before anything is made.
+TEST_F(Report, AFolderInTheWayOfAReportFileIsRefusedFirst) {
+    write(bench_json(gpu_rows(true), gpu_context()));
+    for (const char* name : {"report.md", "bandwidth_8K.png"}) {
+        fs::create_directory(dir / name);
+        const test::CommandResult r = klab(bench.string() + " --no-plots");
+        EXPECT_NE(r.exit_code, 0) << r.output;
+        expect_has(r.output, "cannot write " + (dir / name).string() + ": it is an existing directory");
+        EXPECT_FALSE(fs::exists(dir / "plot-data.json"));
+        fs::remove(dir / name);
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "only bench.json";
 }
 
 // The real script: with matplotlib it draws three PNGs that report.md links; without, it says so.
