@@ -250,13 +250,16 @@ std::vector<Row> resolution_rows(const Rows& rows) {
 }
 
 std::vector<Row> mask_rows(const Rows& rows, const std::string& size) {
-    std::vector<Row> list = rows.plain([&](const BenchName& n) { return n.size == size && is_aos_replicate(n) && mask_of(n.filter) > 0; });
+    // Kernel rows only: an end-to-end row of the same problem (section 7) times host to host.
+    std::vector<Row> list = rows.plain(
+        [&](const BenchName& n) { return n.size == size && is_aos_replicate(n) && mask_of(n.filter) > 0 && !is_end_to_end(n.row); });
     std::stable_sort(list.begin(), list.end(), [](const Row& a, const Row& b) { return mask_of(a.name->filter) < mask_of(b.name->filter); });
     return list;
 }
 
 std::vector<Row> problem_rows(const Rows& rows, const std::string& size, const std::string& filter) {
-    return rows.plain([&](const BenchName& n) { return n.size == size && n.filter == filter && is_aos_replicate(n); });
+    return rows.plain(
+        [&](const BenchName& n) { return n.size == size && n.filter == filter && is_aos_replicate(n) && !is_end_to_end(n.row); });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,15 +16,21 @@ from pathlib import Path
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3  # klab report (bench/report_plots.cpp) tells the user to install matplotlib
 
-# Line styles per row role: klab's variants solid in matplotlib's colour cycle, NPP's calls dashed
-# in black and grays (each its own marker), the copy floor dotted.
+# Line styles per row role: klab's variants solid, each its own colour and marker (VARIANT_COLORS,
+# VARIANT_MARKERS), NPP's calls dashed in black and grays (each its own marker), the copy floor
+# dotted.
 LINE_STYLE = {
-    "variant": {"linestyle": "-", "marker": "o"},
     "copy": {"linestyle": ":", "marker": None, "color": "gray", "linewidth": 2.5},
     "cpu": {"linestyle": "-.", "marker": "^", "color": "saddlebrown"},
     "baseline": {"linestyle": ":", "marker": "x", "color": "gray"},
 }
 NPP_STYLES = [("black", "s"), ("dimgray", "D"), ("darkgray", "v"), ("silver", "P"), ("gray", "X")]
+# matplotlib's 20 "tab20" colours (no grays: those are NPP's) and 7 markers: as 7 and 20 share no
+# factor, the first 140 variants of a plot each get a pair of their own.
+VARIANT_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd",
+                  "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5",
+                  "#393b79", "#637939"]
+VARIANT_MARKERS = ["o", "s", "^", "v", "D", "P", "X"]
 
 
 def npp_index(names):
@@ -36,6 +42,42 @@ def npp_index(names):
 def npp_style(index):
     color, marker = NPP_STYLES[index]
     return {"linestyle": "--", "marker": marker, "color": color}
+
+
+def variant_index(names):
+    # The variants in name order: the same variant, the same colour and marker in every panel.
+    return {name: i for i, name in enumerate(sorted(set(names)))}
+
+
+def variant_style(index):
+    return {"linestyle": "-", "marker": VARIANT_MARKERS[index % len(VARIANT_MARKERS)],
+            "color": VARIANT_COLORS[index % len(VARIANT_COLORS)]}
+
+
+def styles_of(series_list):
+    # Each series' line style, from the names of all the series a figure draws.
+    npp = npp_index(s["name"] for s in series_list if s["role"] == "npp")
+    variants = variant_index(s["name"] for s in series_list if s["role"] not in ("npp", "copy", "cpu", "baseline"))
+
+    def style(series):
+        if series["role"] == "npp":
+            return npp_style(npp[series["name"]])
+        if series["name"] in variants:
+            return variant_style(variants[series["name"]])
+        return LINE_STYLE[series["role"]]
+    return style
+
+
+def legend_beside(fig, axes):
+    # One legend for the figure, right of its plots, where it hides no point; each label once.
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small",
+               ncol=1 if len(labels) <= 24 else 2, frameon=False)
 
 
 def label_of(series):
@@ -53,15 +95,11 @@ def plain_log_labels(axis, ticker):
     axis.set_minor_formatter(formatter)
 
 
-def draw_lines(ax, series_list, npp):
+def draw_lines(ax, series_list, style):
     for series in series_list:
         xs = [p["x"] for p in series["points"]]
         ys = [p["us"] for p in series["points"]]
-        if series["role"] == "npp":
-            style = npp_style(npp[series["name"]])
-        else:
-            style = LINE_STYLE.get(series["role"], LINE_STYLE["variant"])
-        ax.plot(xs, ys, label=label_of(series), **style)
+        ax.plot(xs, ys, label=label_of(series), **style(series))
 
 
 def set_ticks(ax, ticks, ticker, with_values):
@@ -75,7 +113,7 @@ def set_ticks(ax, ticks, ticker, with_values):
 
 def time_vs_resolution(plt, ticker, plot, gpu):
     fig, ax = plt.subplots(figsize=(9, 6))
-    draw_lines(ax, plot["series"], npp_index(s["name"] for s in plot["series"] if s["role"] == "npp"))
+    draw_lines(ax, plot["series"], styles_of(plot["series"]))
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain_log_labels(ax.yaxis, ticker)
@@ -84,16 +122,16 @@ def time_vs_resolution(plt, ticker, plot, gpu):
     ax.set_ylabel("median time per launch (µs, log scale)")
     ax.set_title(title_of(plot, gpu))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_beside(fig, [ax])
     return fig
 
 
 def time_vs_mask(plt, ticker, plot, gpu):
     panels = plot["panels"]
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 6), squeeze=False)
-    npp = npp_index(s["name"] for panel in panels for s in panel["series"] if s["role"] == "npp")
+    style = styles_of([s for panel in panels for s in panel["series"]])
     for ax, panel in zip(axes[0], panels):
-        draw_lines(ax, panel["series"], npp)
+        draw_lines(ax, panel["series"], style)
         ax.set_yscale("log")
         plain_log_labels(ax.yaxis, ticker)
         set_ticks(ax, plot["x_ticks"], ticker, with_values=False)
@@ -101,16 +139,16 @@ def time_vs_mask(plt, ticker, plot, gpu):
         ax.set_ylabel("median time per launch (µs, log scale)")
         ax.set_title(panel["title"])
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize="small")
+    legend_beside(fig, axes[0])
     fig.suptitle(title_of(plot, gpu))
     return fig
 
 
 def bar_colors(plt, panels):
     # One colour per row name across the panels; NPP's calls in grays, hatched.
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    del plt  # same colours as the lines
     names = sorted({b["name"] for panel in panels for b in panel["bars"] if b["role"] != "npp"})
-    colors = {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
+    colors = {name: VARIANT_COLORS[i % len(VARIANT_COLORS)] for i, name in enumerate(names)}
     npp = npp_index(b["name"] for panel in panels for b in panel["bars"] if b["role"] == "npp")
     colors.update({name: NPP_STYLES[i][0] for name, i in npp.items()})
     return colors
@@ -178,7 +216,7 @@ def main(argv):
         # A temporary file renamed into place: klab report links only complete PNGs.
         target = out_dir / plot["file"]
         temporary = out_dir / f".{plot['file']}.tmp"
-        fig.savefig(temporary, format="png", dpi=120)
+        fig.savefig(temporary, format="png", dpi=120, bbox_inches="tight")  # the legend beside the plots too
         plt.close(fig)
         temporary.replace(target)
         print(f"plot_bench.py: drew {plot['file']}")  # klab report may draw in a folder it renames from

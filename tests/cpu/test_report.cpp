@@ -249,8 +249,12 @@ TEST_F(Report, MaskSizeSeriesGoToTheirPanels) {
         rows.push_back({"conv.global/HD/rgb.aos/gauss" + std::to_string(k) + "/replicate", {10.0 * k}, {}, ""});
         rows.push_back({"npp.gauss/8K/rgb.aos/gauss" + std::to_string(k) + "/replicate", {100.0 * k}, {}, ""});
     }
+    // An end-to-end row (host to host, section 7) is no kernel time against the mask size.
+    rows.push_back({"e2e.one_shot/8K/rgb.aos/gauss5/replicate", {9999}, {}, ""});
     const std::string md = report_of(bench_json(rows, gpu_context()));
     expect_has(section(md, "## 2."), "| HD | 7×7 | conv.global | 70.0 | — | — | — | — | — | — |");
+    EXPECT_EQ(section(md, "## 2.").find("e2e."), std::string::npos) << section(md, "## 2.");
+    EXPECT_EQ(read(dir / "plot-data.json").find("e2e."), std::string::npos);
     const json plots = json::parse(read(dir / "plot-data.json")).at("plots");
     ASSERT_EQ(plots.size(), 2u);
     const json& mask = plots.at(1);
