@@ -262,7 +262,7 @@ int bench_main(int argc, char** argv) {
         settings().study = parse_study(study);
         if (!device_option.empty()) (void)select_one_device(parse_device_request(device_option), "klab-bench");
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        return app.exit(e) == 0 ? 0 : 2;  // CLI11's own error numbers: 2, as for any refused input
     } catch (const Error& e) {
         std::fprintf(stderr, "klab-bench: %s\n", e.what());
         return 2;

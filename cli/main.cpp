@@ -40,8 +40,12 @@ int main(int argc, char** argv) {
     }
     try {
         app.parse(argc, argv);  // sub-command callbacks run inside parse()
+    } catch (const CLI::RuntimeError& e) {
+        return e.get_exit_code();  // a command's own exit status (klab compare: 1 on a regression)
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // CLI11 prints the message (or the help) and gives its own error numbers (104 to 109 and
+        // more); klab exits 2 on every refused command line, as on any refused input.
+        return app.exit(e) == 0 ? 0 : 2;
     } catch (const klab::Error& e) {
         fmt::print(stderr, "klab: {}\n", e.what());
         return 2;

@@ -91,6 +91,17 @@ TEST_F(Cli, GenWritesGrayForAPgmName) {
     EXPECT_FALSE(fs::exists(dir / "zero.png"));
 }
 
+// A command line the option parser refuses exits 2, as any refused input does (not CLI11's 104 to 109).
+TEST_F(Cli, ACommandLineTheParserRefusesExits2) {
+    for (const std::string arguments : {"", "apply x y", "compare --threshold abc x y", "apply --backend foo --filter box:3 x y",
+                                        "gen --all --pattern noise", "list --bogus", "run --study tiny"}) {
+        const Result r = klab_cli(arguments);
+        EXPECT_EQ(r.exit_code, 2) << arguments << "\n" << r.output;
+        EXPECT_FALSE(r.output.empty()) << arguments;
+    }
+    EXPECT_EQ(klab_cli("--version").exit_code, 0);
+}
+
 TEST_F(Cli, EveryCommandHasHelp) {
     for (const char* command : {"", "info", "list", "apply", "gen", "run"}) {
         const Result r = klab_cli(std::string(command) + " --help");
