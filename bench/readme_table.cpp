@@ -115,13 +115,15 @@ std::string readme_table(const BenchFile& file) {
            "klab's (above 1× klab is faster).\n";
 }
 
-void update_readme_table(const std::filesystem::path& readme, const std::string& table) {
+bool update_readme_table(const std::filesystem::path& readme, const std::string& table) {
     std::ifstream in(readme, std::ios::binary);
     if (!in) throw Error("cannot read " + readme.string(), "a readable README file (--update)");
     const std::string allowed = "a readable README file (--update)";
     const std::string text = io::read_all(in, readme, io::kMaxTextFileBytes, printable(readme.string()), allowed);
     const std::string updated = replace_readme_table(text, table, readme.string());
+    if (updated == text) return false;  // left alone: its time stamp says when the table last changed
     io::write_file_atomically(readme, std::vector<std::uint8_t>(updated.begin(), updated.end()));
+    return true;
 }
 
 }  // namespace klab::bench

@@ -31,9 +31,10 @@ std::string readme_table(const BenchFile& file);
 inline constexpr const char* kReadmeTableBegin = "<!-- klab report --readme-table: begin -->";
 inline constexpr const char* kReadmeTableEnd = "<!-- klab report --readme-table: end -->";
 // Replaces the text between the begin and end lines of the file at `readme` with `table`, and
-// writes it atomically; klab::Error, the file untouched, when it cannot be read, or its lines are
-// missing, repeated or out of order.
-void update_readme_table(const std::filesystem::path& readme, const std::string& table);
+// writes it atomically; false, the file not written, when it holds that table already;
+// klab::Error, the file untouched, when it cannot be read, or its lines are missing, repeated or
+// out of order.
+bool update_readme_table(const std::filesystem::path& readme, const std::string& table);
 
 struct ReportRequest {
     std::filesystem::path bench_json;

@@ -29,8 +29,11 @@ void run_readme_table(const ReportCliOptions& o) {
         fmt::print("{}", table);
         return;
     }
-    bench::update_readme_table(o.update, table);
-    fmt::print("updated the results table of {}\n", o.update);
+    if (bench::update_readme_table(o.update, table)) {
+        fmt::print("updated the results table of {}\n", o.update);
+    } else {
+        fmt::print("the results table of {} is already this file's: left as it was\n", o.update);
+    }
 }
 
 void run_report(const ReportCliOptions& o) {
@@ -67,7 +70,8 @@ void add_report_command(CLI::App& app) {
     CLI::Option* out = cmd->add_option("--out", o->out, "Folder for report.md, plot-data.json and the PNGs (default: the JSON's folder)");
     CLI::Option* plot_script =
         cmd->add_option("--plot-script", o->plot_script, "The script that draws the plots from plot-data.json (needs python3 with matplotlib)")
-            ->capture_default_str();
+            ->capture_default_str()
+            ->check(CLI::ExistingFile);  // one given that is not there is a typo: refused, not a warning
     CLI::Option* no_plots = cmd->add_flag("--no-plots", o->no_plots, "Write report.md and plot-data.json without drawing the plots");
     CLI::Option* readme_table =
         cmd->add_flag("--readme-table", o->readme_table,

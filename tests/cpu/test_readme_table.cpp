@@ -5,6 +5,7 @@
 // its marker lines.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -107,6 +108,13 @@ TEST_F(ReadmeTableOf, UpdateRewritesTheBlockAndNothingElse) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_has(r.output, "updated the results table of " + readme.string());
     EXPECT_EQ(test::read_text(readme), "# klab\n\nintro\n\n" + kBegin + "\n" + printed.output + kEnd + "\n\nthe rest\n");
+    // Again: the table is already there, and the file is not written (its time stamp stays).
+    const fs::file_time_type written = fs::last_write_time(readme) - std::chrono::hours(1);
+    fs::last_write_time(readme, written);
+    const test::CommandResult again = klab("--readme-table " + bench.string() + " --update " + readme.string());
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    expect_has(again.output, "the results table of " + readme.string() + " is already this file's: left as it was");
+    EXPECT_EQ(fs::last_write_time(readme), written);
 
     // Without its end line, or with two begin lines, the README is refused and left as it was.
     for (const std::string& broken : {"intro\n" + kBegin + "\nold\n", kBegin + "\n" + kBegin + "\nold\n" + kEnd + "\n",

@@ -312,10 +312,12 @@ TEST_F(Report, ReportLinksOnlyThePlotsThatWereDrawn) {
     expect_has(md, "**Plots not drawn:** matplotlib is not installed");
     EXPECT_EQ(md.find("!["), std::string::npos);
 
+    // A --plot-script that is not there is a typo: refused before anything is written.
+    const std::string report_before = read(dir / "report.md");
     r = klab(bench.string() + " --plot-script " + (dir / "nowhere.py").string());
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_has(r.output, "nowhere.py does not exist");
-    EXPECT_EQ(read(dir / "report.md").find("!["), std::string::npos);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    expect_has(r.output, "nowhere.py");
+    EXPECT_EQ(read(dir / "report.md"), report_before);
 
     r = klab(bench.string() + " --no-plots");
     ASSERT_EQ(r.exit_code, 0) << r.output;
