@@ -343,10 +343,27 @@ std::string format_markdown(const Comparison& c) {
     return out;
 }
 
+std::string failures_text(const Comparison& c) {
+    std::string out;
+    for (const CompareRow& r : c.rows) {
+        if (!r.fails_gate) continue;
+        std::string line = fmt::format("  {}  {} -> {} us  {}  {}  {}", r.name, us_text(r.old_median_us), us_text(r.new_median_us),
+                                       change_text(r.change), to_string(r.verdict), r.note);
+        line.erase(line.find_last_not_of(' ') + 1);
+        out += line + "\n";
+    }
+    return out.empty() ? out : "failing the gate:\n" + out;
+}
+
 std::string verdict_line(const Comparison& c) {
     const int slower = c.count(Verdict::slower);
+    int slower_gated = 0;
+    for (const CompareRow& r : c.rows) slower_gated += r.verdict == Verdict::slower && r.fails_gate ? 1 : 0;
+    // A slower row that is not gated (a baseline, a row under the minimum) is counted, and said so.
+    const std::string slower_text =
+        slower == slower_gated ? fmt::format("{} slower", slower) : fmt::format("{} slower ({} not gated)", slower, slower - slower_gated);
     const std::string counts =
-        fmt::format("{} slower, {} faster, {} same, {} ambiguous, {} failed, {} added, {} removed", slower, c.count(Verdict::faster),
+        fmt::format("{}, {} faster, {} same, {} ambiguous, {} failed, {} added, {} removed", slower_text, c.count(Verdict::faster),
                     c.count(Verdict::same), c.count(Verdict::ambiguous), c.count(Verdict::error), c.count(Verdict::added),
                     c.count(Verdict::removed));
     if (c.regressed()) {

@@ -147,5 +147,8 @@ std::string format_table(const Comparison& comparison);
 std::string format_markdown(const Comparison& comparison);
 // One line: the counts per verdict and whether anything regressed.
 std::string verdict_line(const Comparison& comparison);
+// The rows failing the gate, one line each under "failing the gate:" ("" when none): what the
+// plain table prints again above its verdict line, so that a long table does not hide them.
+std::string failures_text(const Comparison& comparison);
 
 }  // namespace klab::bench

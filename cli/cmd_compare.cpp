@@ -133,7 +133,8 @@ void run_compare(const CompareCliOptions& o) {
     } else if (format == "md") {
         fmt::print("{}", bench::format_markdown(c));
     } else {
-        fmt::print("{}\n{}\n", bench::format_table(c), bench::verdict_line(c));
+        const std::string failures = bench::failures_text(c);
+        fmt::print("{}\n{}{}{}\n", bench::format_table(c), failures, failures.empty() ? "" : "\n", bench::verdict_line(c));
     }
     std::fflush(stdout);
     // CLI11's RuntimeError leaves main() with this exit code and prints nothing more.

@@ -60,6 +60,11 @@ TEST_F(CompareCli, TenPercentSlowerWithTightRepetitionsFails) {
     ASSERT_NE(verdict, std::string::npos) << table.output;
     EXPECT_LT(row, verdict) << table.output;
     EXPECT_NE(table.output.find("+10.0%"), std::string::npos) << table.output;
+    // ... and, however long the table, the failing row again just above the verdict line.
+    const std::size_t failing = table.output.find("failing the gate:\n  " + std::string(kSobel) + "  ");
+    ASSERT_NE(failing, std::string::npos) << table.output;
+    EXPECT_LT(row, failing);
+    EXPECT_LT(failing, verdict);
 }
 
 TEST_F(CompareCli, NoisyRepetitionsAreAmbiguousNotAFailure) {
@@ -156,9 +161,16 @@ TEST_F(CompareCli, ASlowerBaselineIsShownAndWarnedAboutNotGated) {
     const test::CommandResult table = compare_table(bench_json(kH200, old_benches), bench_json(kH200, new_benches));
     EXPECT_EQ(table.exit_code, 0) << table.output;
     EXPECT_NE(table.output.find("warning: 3 baseline row(s)"), std::string::npos) << table.output;
+    EXPECT_NE(table.output.find("no regression (3 slower (3 not gated), 0 faster"), std::string::npos) << table.output;
+    EXPECT_EQ(table.output.find("failing the gate:"), std::string::npos) << table.output;
     new_benches[0].samples = scaled(new_benches[0].samples, 1.10);
     compare_json(bench_json(kH200, old_benches), bench_json(kH200, new_benches), code);
     EXPECT_EQ(code, 1);
+    const test::CommandResult failed = compare_table(bench_json(kH200, old_benches), bench_json(kH200, new_benches));
+    EXPECT_NE(failed.output.find("REGRESSION: 1 benchmark(s) slower beyond the repetitions' noise and their allowance, gone from "
+                                 "NEW or failed in NEW (4 slower (3 not gated), 0 faster"),
+              std::string::npos)
+        << failed.output;
 }
 
 TEST_F(CompareCli, ANewFileWithoutTimesIsRefused) {
