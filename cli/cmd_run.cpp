@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct RunOptions {
     std::string filter;
     bool tune = true;
     bool report = true;
+    bool list = false;  // --list: the names of the benchmarks that would run, nothing else
     std::string device;  // --device N or all; empty: the current device
 };
 
@@ -50,6 +52,30 @@ int run_bench(std::vector<std::string> args) {
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     return bench::bench_main(static_cast<int>(args.size()), argv.data());
+}
+
+// Google Benchmark's filter is a POSIX extended regular expression (a leading '-' negates it in
+// newer versions): a malformed one is refused here, before tuning, not after it as "no benchmark
+// ran".
+void check_filter(const std::string& filter) {
+    if (filter.empty()) return;
+    try {
+        const std::regex parsed(filter[0] == '-' ? filter.substr(1) : filter, std::regex::extended);
+        (void)parsed;
+    } catch (const std::regex_error& e) {
+        throw Error(fmt::format("--filter '{}' is not a regular expression: {}", printable(filter), e.what()),
+                    "a POSIX extended regular expression matched against the benchmark names (klab run --list shows them)");
+    }
+}
+
+// --list: klab-bench's listing of the study (filtered), on this machine's GPU or the CPU.
+void list_study(const RunOptions& o) {
+    std::vector<std::string> args = {fmt::format("--klab_study={}", o.study), fmt::format("--klab_results={}", o.results),
+                                     "--benchmark_list_tests=true"};
+    if (!o.filter.empty()) args.push_back(fmt::format("--benchmark_filter={}", o.filter));
+    if (!o.device.empty()) args.push_back(fmt::format("--device={}", o.device));
+    const int status = run_bench(args);
+    if (status != 0) throw Error(fmt::format("no benchmark of the {} study to list (exit {})", o.study, status), "a --filter that matches some name");
 }
 
 // results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
@@ -93,6 +119,8 @@ void run_every_device(const RunOptions& o) {
 void run_study(const RunOptions& o) {
     const auto started = std::chrono::steady_clock::now();
     const bench::Study study = bench::parse_study(o.study);
+    check_filter(o.filter);
+    if (o.list) return list_study(o);
     const DeviceRequest device = o.device.empty() ? DeviceRequest{} : parse_device_request(o.device);
     if (device.all) return run_every_device(o);
     check_out_option(o);
@@ -129,6 +157,8 @@ void run_study(const RunOptions& o) {
     fmt::print("\n== {}. Benchmarks (klab-bench, Google Benchmark)\n", gpu && o.tune ? 2 : 1);
     std::fflush(stdout);
     std::error_code ec;
+    fs::path first_made;  // the outermost folder this run makes for `out`, if any
+    for (fs::path p = out; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) first_made = p;
     fs::create_directories(out, ec);
     if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()), "a writable results directory");
     // Written beside the final name and renamed only after a complete run: never a half-written bench.json.
@@ -159,10 +189,15 @@ void run_study(const RunOptions& o) {
             fs::rename(partial, failed, ec);
             kept = ec ? fmt::format("; its output {} could not be kept ({})", partial.string(), ec.message())
                       : fmt::format("; its output is kept as {} for inspection", failed.string());
+        } else if (!first_made.empty()) {
+            // The folders made for this run, still empty: not left behind.
+            for (fs::path p = out; fs::remove(p, ec) && p != first_made; p = p.parent_path()) {
+            }
         }
-        throw Error(fmt::format("klab-bench failed (exit {}{}){}, and {} is unchanged", status,
-                                readable ? "" : ", " + unreadable_because, kept, json.string()),
-                    "every row verified and timed (see the rows listed above)");
+        const std::string left = fs::exists(json, ec) ? fmt::format("{} is unchanged", json.string()) : "no bench.json was written";
+        throw Error(fmt::format("klab-bench failed (exit {}{}){}, and {}", status, readable ? "" : ", " + unreadable_because, kept, left),
+                    wrote ? "every row verified and timed (the failed rows are listed above)"
+                          : "a --filter that matches some benchmark name (klab run --list --filter RE shows which do)");
     }
     fs::rename(partial, json, ec);
     if (ec) throw Error(fmt::format("cannot rename {} to {}: {}", partial.string(), json.string(), ec.message()));
@@ -179,6 +214,9 @@ void run_study(const RunOptions& o) {
         for (const std::string& p : report.plots.drawn) plots += (plots.empty() ? "" : ", ") + (out / p).string();
         fmt::print("wrote {}{}{}\n", report.report.string(), plots.empty() ? std::string() : "; plots: " + plots,
                    report.plots.not_drawn.empty() ? std::string() : fmt::format(" (plots not drawn: {})", report.plots.not_drawn));
+    } else if (fs::exists(out / "report.md", ec)) {
+        fmt::print("note: --no-report: {} is an earlier run's (klab report {} writes this one's)\n", (out / "report.md").string(),
+                   json.string());
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print("\nklab run finished in {:.0f} s; results in {}\n", seconds, out.string());
@@ -206,11 +244,15 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--out", o->out,
                     "Output folder for bench.json and the report (default: <results>/<gpu-slug>; required with --filter "
                     "or a study other than full)");
-    cmd->add_option("--filter", o->filter, "Only the benchmarks whose names match this regex (Google Benchmark's filter)");
-    cmd->add_flag("!--no-tune", o->tune,
-                  "Do not tune missing classes first (their rows take the lookup ladder's shape: this GPU's record at the "
-                  "nearest size, else one of the same compute capability, else the variant's default)");
-    cmd->add_flag("!--no-report", o->report, "Do not write report.md and the plots");
+    cmd->add_option("--filter", o->filter,
+                    "Only the benchmarks whose names match this regex (Google Benchmark's filter: POSIX extended; --list shows "
+                    "the names)");
+    cmd->add_flag("--list", o->list, "Print the names of the study's benchmarks (those --filter matches), and do nothing else");
+    cmd->add_flag_callback(
+        "--no-tune", [o] { o->tune = false; },
+        "Do not tune missing classes first (their rows take the lookup ladder's shape: this GPU's record at the "
+        "nearest size, else one of the same compute capability, else the variant's default)");
+    cmd->add_flag_callback("--no-report", [o] { o->report = false; }, "Do not write report.md and the plots");
     cmd->add_option("--device", o->device,
                     "The CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: one study "
                     "per GPU model at once, one process each (a second GPU of one model stays idle: docs/multi-gpu.md)");

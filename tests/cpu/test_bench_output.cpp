@@ -124,15 +124,48 @@ TEST_F(BenchOutput, AFlagValueOutsideItsListIsRefusedNotAnsweredWithTheUsage) {
     EXPECT_EQ(files_in_dir(), 1);
 }
 
-// klab run with a filter that matches no row: its error says klab-bench wrote nothing, and no
-// bench.failed.json is left to inspect.
+// klab run with a filter that matches no row: its error says klab-bench wrote nothing and how to
+// list the names, no bench.failed.json is left to inspect, and no folder it made for the run.
 TEST_F(BenchOutput, KlabRunOfNoRowSaysSoAndLeavesNoFailedFile) {
     const test::CommandResult r = test::run_command(
         fmt::format("{} run --study smoke --no-tune --no-report --out {} --filter no-such-row", KLAB_CLI_PATH, dir.string()));
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("klab-bench failed (exit 2, it wrote no output: its messages above say why), and "), std::string::npos)
+    EXPECT_NE(r.output.find("klab-bench failed (exit 2, it wrote no output: its messages above say why), and no bench.json was "
+                            "written; allowed: a --filter that matches some benchmark name (klab run --list --filter RE shows "
+                            "which do)"),
+              std::string::npos)
         << r.output;
     EXPECT_EQ(files_in_dir(), 0) << r.output;
+    const fs::path made = dir / "made" / "for" / "the-run";
+    const test::CommandResult in_new = test::run_command(
+        fmt::format("{} run --study smoke --no-tune --no-report --out {} --filter no-such-row", KLAB_CLI_PATH, made.string()));
+    EXPECT_EQ(in_new.exit_code, 2) << in_new.output;
+    EXPECT_EQ(files_in_dir(), 0) << "the folders made for the run are left behind";
+}
+
+// --list prints the study's names (those --filter matches) and runs nothing; a malformed --filter
+// is refused before anything runs.
+TEST_F(BenchOutput, KlabRunListsTheStudyAndRefusesAMalformedFilter) {
+    const test::CommandResult list = test::run_command(fmt::format("{} run --list --study smoke", KLAB_CLI_PATH));
+    ASSERT_EQ(list.exit_code, 0) << list.output;
+    std::istringstream lines(list.output);
+    std::string row, first;
+    while (std::getline(lines, row))
+        if (first.empty() && row.find("_time") != std::string::npos) first = row;
+    ASSERT_FALSE(first.empty()) << list.output;
+    const std::string name = first.substr(0, first.find('/'));  // the row, e.g. cpu.reference or conv.global
+    const test::CommandResult filtered =
+        test::run_command(fmt::format("{} run --list --study smoke --filter '^{}/'", KLAB_CLI_PATH, name));
+    ASSERT_EQ(filtered.exit_code, 0) << filtered.output;
+    EXPECT_NE(filtered.output.find(first), std::string::npos) << filtered.output;
+    const test::CommandResult none = test::run_command(fmt::format("{} run --list --study smoke --filter no-such-row", KLAB_CLI_PATH));
+    EXPECT_EQ(none.exit_code, 2) << none.output;
+    const test::CommandResult malformed =
+        test::run_command(fmt::format("{} run --study smoke --out {} --filter '['", KLAB_CLI_PATH, dir.string()));
+    EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
+    EXPECT_NE(malformed.output.find("--filter '[' is not a regular expression"), std::string::npos) << malformed.output;
+    EXPECT_EQ(malformed.output.find("== "), std::string::npos) << "refused before any step\n" << malformed.output;
+    EXPECT_EQ(files_in_dir(), 0);
 }
 
 }  // namespace
