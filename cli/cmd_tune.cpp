@@ -182,6 +182,23 @@ void print_space(const SearchSpace& space, bool verbose) {
     }
 }
 
+// The space the tuner measures for one job: at the requested minimum occupancy, or, where no shape
+// reaches it, at the highest any shape reaches, said in a line first (as Tuner::tune does).
+void print_planned_space(const Variant& variant, const Problem& problem, double requested, const OccupancyOracle& oracle,
+                         bool verbose) {
+    const SearchSpace every_shape = search_space(variant, problem, kAnyOccupancy, oracle);
+    if (every_shape.included().empty()) {  // no shape runs at all: the reasons, shape by shape with --verbose
+        print_space(search_space(variant, problem, requested, oracle), verbose);
+        return;
+    }
+    const double applied = applied_min_occupancy(every_shape, requested);
+    if (applied < requested - 1e-9) {
+        fmt::print("    no shape reaches {} occupancy: the tuner takes the shapes at the highest reached, {}\n", percent_text(requested),
+                   percent_text(applied));
+    }
+    print_space(search_space(variant, problem, applied, oracle), verbose);
+}
+
 // --plan-for: each kernel's registers and shared memory as recorded by earlier tunes of the same
 // variant (any GPU): from the record of the same class first (the same template instance), else
 // one with the same channel count and layout. A kernel name can stand for several instances.
@@ -227,9 +244,8 @@ void run_plan(const TuneCliOptions& o) {
         fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
         const Problem problem = representative_problem(job.problem_class, *job.variant);
         try {
-            print_space(search_space(*job.variant, problem, o.min_occupancy,
-                                     offline_oracle(*model, recorded_resources(cache, *job.variant, job.problem_class))),
-                        o.verbose);
+            print_planned_space(*job.variant, problem, o.min_occupancy,
+                                offline_oracle(*model, recorded_resources(cache, *job.variant, job.problem_class)), o.verbose);
         } catch (const Error& e) {
             fmt::print("    cannot plan: {}\n", e.what());
         }
@@ -364,9 +380,8 @@ void run_tune(const TuneCliOptions& o) {
         fmt::print("search spaces on {} (minimum occupancy {}, from the CUDA occupancy API)\n", gpu.key(), percent_text(o.min_occupancy));
         for (const Job& job : jobs) {
             fmt::print("  {} {}\n", job.variant->name(), to_string(job.problem_class));
-            print_space(search_space(*job.variant, representative_problem(job.problem_class, *job.variant), o.min_occupancy,
-                                     device_oracle()),
-                        o.verbose);
+            print_planned_space(*job.variant, representative_problem(job.problem_class, *job.variant), o.min_occupancy,
+                                device_oracle(), o.verbose);
         }
         for (const std::string& s : skipped) fmt::print("  skipped {}\n", s);
         return;

@@ -69,6 +69,19 @@ TEST(TuneCli, NamedVariantsAreCheckedOnTheWholeListNotOneShare) {
     EXPECT_NE(one.output.find("sobel/8K/c1/aos: no --variant named is a sobel variant"), std::string::npos) << one.output;
 }
 
+// A variant whose shapes all stay below the requested occupancy is planned as the tuner tunes it:
+// at the highest occupancy any shape reaches, said so, not as "0 included".
+TEST(TuneCli, APlanBelowTheMinimumOccupancyShowsTheShapesTheTunerTakes) {
+    const test::CommandResult plan = klab_cli(fmt::format("tune --plan-for H200 --variant conv.packed_window --class HD/3x3/c3/aos "
+                                                          "--results {}/results",
+                                                          KLAB_SOURCE_DIR));
+    EXPECT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_NE(plan.output.find("no shape reaches 100% occupancy: the tuner takes the shapes at the highest reached, 25%\n    72 "
+                               "included"),
+              std::string::npos)
+        << plan.output;
+}
+
 TEST(TuneCli, APlanWithoutAResultsDirectorySaysSo) {
     const test::CommandResult plan = klab_cli("tune --plan-for H100 --variant conv.global --size HD --mask-size 3 --channels 3 "
                                               "--layout aos --results /nonexistent/klab-results");
