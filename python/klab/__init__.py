@@ -21,7 +21,16 @@ from __future__ import annotations
 
 import numbers
 
-from . import _arrays, _klab
+try:
+    from . import _klab
+except ImportError as error:  # without the compiled module Python blames a circular import
+    if "_klab" not in str(error):
+        raise
+    raise ImportError(f"klab's compiled module (_klab) is not beside this package ({__path__[0]}): install klab with "
+                      "`pip install .` from the repository's root (docs/library.md) instead of importing python/klab "
+                      "from the checkout") from error
+
+from . import _arrays
 
 __version__ = _klab.__version__
 VerificationError = _klab.VerificationError

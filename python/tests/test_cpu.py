@@ -3,8 +3,10 @@
 was wrong and what is allowed."""
 
 import importlib.metadata
+import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,6 +24,15 @@ def test_version_is_the_projects():
     cmake = (ROOT / "CMakeLists.txt").read_text()
     assert klab.__version__ == re.search(r"project\(klab VERSION ([0-9.]+)", cmake).group(1)
     assert importlib.metadata.version("klab") == klab.__version__
+
+
+def test_the_checkouts_package_without_its_compiled_module_says_how_to_install(tmp_path):
+    # Imported from the checkout (python/klab, no _klab beside it): not Python's "circular import".
+    result = subprocess.run([sys.executable, "-c", "import klab"], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+    assert result.returncode != 0
+    assert "klab's compiled module (_klab) is not beside this package" in result.stderr
+    assert "pip install ." in result.stderr
 
 
 def test_every_kernel_file_is_registered():
