@@ -115,7 +115,8 @@ CompareRow compare_run(const BenchFile& old_file, const BenchRun& old_run, const
     const double floor = smallest_p_value(row.old_repetitions, row.new_repetitions);
     if (floor >= options.alpha) {
         why = fmt::format("too few repetitions to judge the noise ({} and {}: the smallest possible p is {:.3g} >= alpha "
-                          "{:g}); run with --benchmark_repetitions=5 or more",
+                          "{:g}); run with 5 or more repetitions (klab run --repetitions, klab-bench "
+                          "--benchmark_repetitions)",
                           row.old_repetitions, row.new_repetitions, floor, options.alpha);
     }
     append_note(row, why);

@@ -82,7 +82,8 @@ LearnedNoise learn_noise(const std::vector<BenchFile>& runs) {
     for (const auto& [name, medians] : noise.medians_us) {
         const double change = *noise.largest_change(name);
         if (row_class(name) != RowClass::kernel || change <= kSuspiciousNoise) continue;
-        if (++moved_count <= 5) moved += fmt::format("{}{} {}", moved.empty() ? "" : ", ", name, percent(change));
+        // The spread of its medians (largest over smallest), unsigned: no run is "before" another.
+        if (++moved_count <= 5) moved += fmt::format("{}{} {:.1f}% apart", moved.empty() ? "" : ", ", name, 100.0 * change);
     }
     if (moved_count > 0) {
         out.warnings.push_back(fmt::format("{} kernel row(s) moved more than {:g}% between these runs ({}{}): were they of identical "

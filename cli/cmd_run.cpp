@@ -221,7 +221,7 @@ void run_study(const RunOptions& o) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print("\nklab run finished in {:.0f} s; results in {}\n", seconds, out.string());
     if (!tune_failure.empty()) {
-        throw Error("klab run: the benchmarks ran, but tuning failed: " + tune_failure, "every tuning job finding a verified shape");
+        throw Error("the benchmarks ran, but tuning failed: " + tune_failure, "every tuning job finding a verified shape");
     }
 }
 

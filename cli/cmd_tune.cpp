@@ -360,7 +360,7 @@ void run_tune(const TuneCliOptions& o) {
     if (!o.class_share.empty()) (void)parse_class_share(o.class_share);  // a bad share is refused before any device work
     const DeviceQuery devices = query_devices();
     if (devices.devices.empty()) {
-        throw Error(fmt::format("klab tune{}: {}", o.device.empty() ? "" : " --device " + o.device, devices.no_device_reason),
+        throw Error(fmt::format("tuning needs a CUDA GPU{}: {}", o.device.empty() ? "" : " (--device " + o.device + ")", devices.no_device_reason),
                     "a machine with a CUDA GPU, or --plan-for MODEL to plan a search space without one");
     }
     if (!request.all) (void)select_one_device(request, "klab tune");  // a missing device first, in any build

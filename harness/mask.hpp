@@ -35,7 +35,7 @@ private:
 };
 
 // OpenCV's getGaussianKernel: sigma <= 0 means sigma = 0.3*((k-1)*0.5 - 1) + 0.8, and for such a
-// default sigma with k <= 7 the fixed binomial tables (1 2 1)/4, (1 4 6 4 1)/16, (1 6 15 20 15 6 1)/64.
+// default sigma with k <= 7 its fixed tables (1 2 1)/4, (1 4 6 4 1)/16 and (2 7 14 18 14 7 2)/64.
 // Normalised to sum 1 in double precision.
 std::vector<double> gaussian_kernel_1d(int k, double sigma = 0.0);
 

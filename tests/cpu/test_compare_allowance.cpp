@@ -155,6 +155,7 @@ TEST_F(CompareCli, ALearnedNoiseFileWidensANoisyRowsAllowance) {
         klab(fmt::format("compare --learn-noise {} {} {}", noise, run1, write("run3.json", bench_json(kH200, moved))));
     EXPECT_EQ(suspicious.exit_code, 0) << suspicious.output;
     EXPECT_NE(suspicious.output.find("warning: 1 kernel row(s) moved more than 10%"), std::string::npos) << suspicious.output;
+    EXPECT_NE(suspicious.output.find(std::string(kHalo) + " 20.0% apart"), std::string::npos) << suspicious.output;
 }
 
 TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
