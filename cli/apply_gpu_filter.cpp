@@ -61,8 +61,8 @@ FilteredImage GpuFilter::filter(const ImageU8& image, const std::string& output_
     const PipelineRun run = run_path(*choice.variant, problem, choice.shape, image, filtered.image, notes);
     const ImageShape& in = image.shape();
     filtered.description =
-        fmt::format("{} with border {} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, {})",
-                    filter_text(s_.spec), to_string(s_.border), device_, choice.variant->name(),
+        fmt::format("{}{} on {}, variant {}{}, block {}, {}x{}x{} {}: {} (host wall time, {})",
+                    filter_text(s_.spec), border_text(s_.spec, s_.border), device_, choice.variant->name(),
                     requested_ != nullptr ? "" : " (auto)", to_string(choice.shape), in.width, in.height, in.channels,
                     to_string(s_.layout), run.summary(),
                     o_.sync ? "the one-shot pipeline's set-up and the transfers included"

@@ -47,6 +47,8 @@ void print_note(const std::string& note);
 
 // "box:5 (convolve 5x5)"
 std::string filter_text(const FilterSpec& spec);
+// " with border B", or "" for the integral image, whose sums read no pixel outside the image.
+std::string border_text(const FilterSpec& spec, const Border& border);
 
 // Option checks that need no file and no device, so that a typo costs nothing (cli/apply_checks.cpp).
 // Each throws klab::Error naming the option and what is allowed.

@@ -52,8 +52,12 @@ void print_note(const std::string& note) {
 
 // "box:5 (convolve 5x5)"
 std::string filter_text(const FilterSpec& spec) {
-    return fmt::format("{} ({}{})", spec.text, to_string(spec.operation),
-                       spec.mask ? fmt::format(" {}x{}", spec.mask->width(), spec.mask->height()) : std::string());
+    if (spec.mask) return fmt::format("{} ({} {}x{})", spec.text, to_string(spec.operation), spec.mask->width(), spec.mask->height());
+    return spec.text == to_string(spec.operation) ? spec.text : fmt::format("{} ({})", spec.text, to_string(spec.operation));
+}
+
+std::string border_text(const FilterSpec& spec, const Border& border) {
+    return spec.operation == Operation::integral ? std::string() : " with border " + to_string(border);
 }
 
 namespace {
@@ -120,8 +124,8 @@ FilteredImage filter_on_cpu(const Setup& s, ImageU8 image, const reference::Prog
     if (result.layout() != Layout::aos) result = reference::to_layout(result, Layout::aos);
     FilteredImage filtered;
     filtered.image = std::move(result);
-    filtered.description = fmt::format("{} with border {} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms", filter_text(s.spec),
-                                       to_string(s.border), s.threads, s.threads == 1 ? "" : "s", input_shape.width,
+    filtered.description = fmt::format("{}{} on cpu, {} thread{}, {}x{}x{} {}: {:.1f} ms", filter_text(s.spec),
+                                       border_text(s.spec, s.border), s.threads, s.threads == 1 ? "" : "s", input_shape.width,
                                        input_shape.height, input_shape.channels, to_string(s.layout), seconds * 1e3);
     return filtered;
 }
