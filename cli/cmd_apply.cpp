@@ -98,7 +98,8 @@ reference::Progress terminal_progress() {
         const std::lock_guard<std::mutex> lock(state->mutex);
         if (percent <= state->last_percent) return;
         state->last_percent = percent;
-        fmt::print(stderr, "\rfiltering on the CPU: {:3d}%{}", percent, percent == 100 ? "\n" : "");
+        // At 100% the line is cleared: the result's own line says how long it took.
+        fmt::print(stderr, "\rfiltering on the CPU: {:3d}%{}", percent, percent == 100 ? "\r\033[K" : "");
         std::fflush(stderr);
     };
 }
