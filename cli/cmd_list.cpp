@@ -150,9 +150,10 @@ void print_report(const Report& r, const std::vector<TunedOn>& tuned, const std:
         fmt::print("  supports:      {}{}\n", full_text(r.supported),
                    r.refusals.empty() ? "" : fmt::format(" ({} of {} probed problems)", r.supported_count, r.probes.size()));
     }
-    for (const auto& [reason, group] : r.refusals) {
-        fmt::print("  not supported: {}: {} ({} problems, e.g. {})\n", group.text, reason, group.probes.size(),
-                   to_string(group.probes.front()->problem));
+    for (const auto& [key, group] : r.refusals) {
+        const Probe& example = *group.probes.front();
+        fmt::print("  not supported: {}: {} ({} problems, e.g. {})\n", group.text, example.support.reason(), group.probes.size(),
+                   to_string(example.problem));
     }
 }
 
@@ -217,8 +218,8 @@ Json report_json(const Report& r, const std::vector<TunedOn>& tuned) {
         defaults.push_back({{"shape", shape_json(group.probes.front()->shape)}, {"problems", group.text}});
     }
     Json refusals = Json::array();
-    for (const auto& [reason, group] : r.refusals) {
-        refusals.push_back({{"reason", reason}, {"problems", group.text}, {"count", group.probes.size()},
+    for (const auto& [key, group] : r.refusals) {
+        refusals.push_back({{"reason", group.probes.front()->support.reason()}, {"problems", group.text}, {"count", group.probes.size()},
                             {"example", to_string(group.probes.front()->problem)}});
     }
     Json supports = dimensions_json(r.supported);

@@ -201,6 +201,21 @@ std::vector<std::pair<std::string, Group>> group_by(const std::vector<Probe>& pr
     return groups;
 }
 
+// A refusal's reason with the probe's own mask named generically, so that one rule that refuses
+// every mask from 11x11 up is one group, not eleven whose reasons differ only by the mask's name.
+std::string refusal_key(const Probe& p) {
+    std::string reason = p.support.reason();
+    if (!p.problem.mask) return reason;
+    const auto replace_all = [&reason](const std::string& from, const std::string& to) {
+        for (std::size_t at = reason.find(from); at != std::string::npos; at = reason.find(from, at + to.size())) {
+            reason.replace(at, from.size(), to);
+        }
+    };
+    replace_all(p.problem.mask->name(), "<mask>");
+    replace_all(fmt::format("{}x{}", p.problem.mask->width(), p.problem.mask->height()), "<size>");
+    return reason;
+}
+
 }  // namespace
 
 Report make_report(const Variant& variant) {
@@ -217,7 +232,7 @@ Report make_report(const Variant& variant) {
     r.supported = dimensions_of(yes);
     r.supported_count = yes.size();
     r.default_shapes = group_by(r.probes, r.probed, true, [](const Probe& p) { return to_string(p.shape); });
-    r.refusals = group_by(r.probes, r.probed, false, [](const Probe& p) { return p.support.reason(); });
+    r.refusals = group_by(r.probes, r.probed, false, refusal_key);
     return r;
 }
 

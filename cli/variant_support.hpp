@@ -43,7 +43,9 @@ struct Report {
     Dimensions supported;  // values of the supported probes
     std::size_t supported_count = 0;
     std::vector<std::pair<std::string, Group>> default_shapes;  // shape text -> problems
-    std::vector<std::pair<std::string, Group>> refusals;        // reason -> problems
+    // Reason -> problems; the reasons with each probe's mask named generically ("<mask>", "<size>"):
+    // a group's first probe gives the reason as the variant words it.
+    std::vector<std::pair<std::string, Group>> refusals;
 };
 
 // Asks `variant` about every representative problem of its op.

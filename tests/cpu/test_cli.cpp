@@ -147,6 +147,25 @@ TEST_F(Cli, ListNamesEveryVariantAndWhatItSupports) {
     EXPECT_NE(r.output.find("32x32 (masks 17x17..31x31)"), std::string::npos) << r.output;
 }
 
+// One rule that refuses many masks is one line, whose reason is the variant's own words for the
+// first of them: conv.box_warp_ring's "up to 9 wide" covers 11x11 to 31x31, its "box masks only"
+// both 3x3 masks that are not boxes.
+TEST_F(Cli, ListGroupsARefusalOfManyMasksInOneLine) {
+    const Result r = klab_cli("list");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::size_t at = r.output.find("\nconv.box_warp_ring (convolve)");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const std::string block = r.output.substr(at, r.output.find("\n\n", at + 1) - at);
+    EXPECT_NE(block.find("not supported: masks 11x11..31x31: boxes up to 9 wide and of area up to 256 (box11: 11x11)"),
+              std::string::npos)
+        << block;
+    EXPECT_NE(block.find("not supported: masks 3x3: box masks only (all coefficients equal); gauss3 has unequal coefficients (60 "
+                         "problems"),
+              std::string::npos)
+        << block;
+    EXPECT_EQ(block.find("box13"), std::string::npos) << block;
+}
+
 TEST_F(Cli, ListJsonParsesAndNamesEveryVariant) {
     const Result r = klab_cli("list --json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
