@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <string>
-#include <vector>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -33,7 +33,7 @@ void write_text(const fs::path& path, const std::string& text) { io::write_file_
 // A folder beside the report's files where they are all made before any is put in place, so that
 // a failure on the way (a full disk, an interrupt) leaves the earlier report whole, not its
 // plot-data.json new and its report.md old. Removed with what is left in it; one that a klab
-// ended by a signal left is removed by the next report into the same folder.
+// ended by a signal left is removed by a later report into the same folder (remove_abandoned).
 class StagingFolder {
 public:
     explicit StagingFolder(const fs::path& out_dir) : path_(out_dir / fmt::format("{}{}", kPrefix, getpid())) {
