@@ -9,8 +9,10 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "harness/filter_spec.hpp"
 #include "harness/problem.hpp"
 #include "harness/variant.hpp"
 #include "tests/common/named_variant.hpp"
@@ -85,7 +87,10 @@ TEST(Registry, HoldsTheSeedsConvolutionVariants) {
 
 TEST(Registry, UnknownNameListsTheRegisteredOnes) {
     test::expect_error([] { Registry::instance().get("conv.fast"); }, "no variant named \"conv.fast\"; allowed: ");
-    test::expect_error([] { Registry::instance().get("conv.fast"); }, "conv.constant, conv.global, conv.halo_tiled");
+    // Each seed's name, not a run of them: a variant added between them must not break this test.
+    for (const char* name : {"conv.constant", "conv.global", "conv.halo_tiled"}) {
+        test::expect_error([] { Registry::instance().get("conv.fast"); }, name);
+    }
 }
 
 using test::NamedVariant;
@@ -154,10 +159,31 @@ TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
             ASSERT_TRUE(variant->supports(problem)) << variant->name() << ": " << variant->supports(problem).reason();
             const LaunchShape shape = variant->default_shape(problem);
             EXPECT_LE(shape.block_x * shape.block_y, 1024) << variant->name();
-            EXPECT_EQ(shape.parameters.size(), space.parameters.size()) << variant->name();
+            // Each declared parameter set, in order, to one of its listed values: prepare() refuses
+            // any other shape, so a default outside the list would fail every untuned launch.
+            const std::optional<ParameterMismatch> mismatch = parameter_mismatch(space, shape);
+            EXPECT_FALSE(mismatch) << variant->name() << " default " << to_string(shape) << ": "
+                                   << (mismatch ? mismatch->problem + "; allowed: " + mismatch->allowed : "");
             const Support accepted = variant->check_shape(problem, shape);
             EXPECT_TRUE(accepted) << variant->name() << " " << to_string(shape) << " " << mask.width() << "x"
                                   << mask.height() << ": " << accepted.reason();
+        }
+    }
+}
+
+// The same for Sobel and the integral image, on gray and RGB.
+TEST(Variants, SobelAndIntegralDefaultShapesSetTheirDeclaredParameters) {
+    for (const Operation op : {Operation::sobel, Operation::integral}) {
+        for (const Variant* variant : Registry::instance().for_op(op)) {
+            for (const int channels : {1, 3}) {
+                const Problem problem = make_problem(parse_filter_spec(to_string(op)), ImageShape{64, 48, channels, Layout::aos}, Border{});
+                if (!variant->supports(problem)) continue;
+                const LaunchShape shape = variant->default_shape(problem);
+                const std::optional<ParameterMismatch> mismatch = parameter_mismatch(variant->tuning_space(), shape);
+                EXPECT_FALSE(mismatch) << variant->name() << " default " << to_string(shape) << ": "
+                                       << (mismatch ? mismatch->problem + "; allowed: " + mismatch->allowed : "");
+                EXPECT_TRUE(variant->check_shape(problem, shape)) << variant->name() << " " << to_string(shape);
+            }
         }
     }
 }
