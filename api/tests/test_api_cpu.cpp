@@ -20,7 +20,9 @@ TEST(LibraryCpu, TheSharedLibraryRegistersEveryKernelFile) {
     std::vector<std::string> files;
     std::stringstream stems(KLAB_KERNEL_STEMS);
     for (std::string stem; std::getline(stems, stem, ',');) {
-        stem[stem.find('_')] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
+        const std::size_t underscore = stem.find('_');
+        ASSERT_NE(underscore, std::string::npos) << "kernels/" << stem << ".cu is not named <op>_<technique>.cu";
+        stem[underscore] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
         files.push_back(stem);
     }
     std::vector<std::string> names;

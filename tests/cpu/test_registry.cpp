@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -49,8 +50,16 @@ TEST(Registry, HoldsOneVariantPerKernelFile) {
     std::sort(files.begin(), files.end());
     std::sort(registered.begin(), registered.end());
     EXPECT_FALSE(files.empty());
-    EXPECT_EQ(registered, files) << "each kernels/*.cu file registers exactly one variant";
-    EXPECT_TRUE(Registry::instance().errors().empty()) << Registry::instance().errors().front();
+    // Name the files that differ, not two lists of thirty to compare by eye.
+    std::vector<std::string> unregistered, twice_or_unknown;
+    std::set_difference(files.begin(), files.end(), registered.begin(), registered.end(), std::back_inserter(unregistered));
+    std::set_difference(registered.begin(), registered.end(), files.begin(), files.end(), std::back_inserter(twice_or_unknown));
+    EXPECT_TRUE(unregistered.empty()) << "kernels/*.cu files that register no variant (no KLAB_REGISTER_VARIANT line?): "
+                                      << fmt::format("{}", fmt::join(unregistered, ", "));
+    EXPECT_TRUE(twice_or_unknown.empty()) << "registrations beyond one per kernels/*.cu file: "
+                                          << fmt::format("{}", fmt::join(twice_or_unknown, ", "));
+    EXPECT_EQ(registered.size(), files.size()) << "each kernels/*.cu file registers exactly one variant";
+    EXPECT_TRUE(Registry::instance().errors().empty()) << fmt::format("{}", fmt::join(Registry::instance().errors(), "\n"));
 }
 
 // The build gives every variant two hashes (kernels/CMakeLists.txt): of its code, and of its files'
@@ -74,6 +83,29 @@ TEST(Registry, NamesFollowTheirFiles) {
         expected[underscore] = '.';  // kernels/conv_halo_tiled.cu registers conv.halo_tiled
         EXPECT_EQ(entry.variant->name(), expected);
         EXPECT_FALSE(entry.variant->technique().empty()) << expected;
+        // The file's <op> part names the operation op() returns: conv_ a convolution, and so on.
+        const std::map<std::string, Operation> op_of_prefix = {
+            {"conv", Operation::convolve}, {"sobel", Operation::sobel}, {"integral", Operation::integral}};
+        const auto op = op_of_prefix.find(expected.substr(0, underscore));
+        ASSERT_NE(op, op_of_prefix.end()) << entry.source_file << ": <op> is conv, sobel or integral";
+        EXPECT_EQ(entry.variant->op(), op->second) << entry.source_file << " registers a " << to_string(entry.variant->op())
+                                                   << " variant";
+    }
+}
+
+// Every tuning parameter lists its values: at least one, none twice, each 1 or more (a kernel
+// computes with them: a 0 divides by zero in klab tune, a list of none leaves no shape to tune).
+TEST(Registry, TuningParametersListPositiveDistinctValues) {
+    for (const Variant* variant : Registry::instance().all()) {
+        for (const TunableParameter& p : variant->tuning_space().parameters) {
+            SCOPED_TRACE(variant->name() + " parameter " + p.name);
+            EXPECT_FALSE(p.values.empty());
+            std::vector<int> sorted = p.values;
+            std::sort(sorted.begin(), sorted.end());
+            EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a value listed twice";
+            EXPECT_TRUE(std::all_of(p.values.begin(), p.values.end(), [](int v) { return v >= 1; }))
+                << fmt::format("values {}", fmt::join(p.values, ","));
+        }
     }
 }
 
@@ -156,7 +188,10 @@ TEST(Variants, AcceptTheirDefaultShapeForEveryMask) {
                 EXPECT_NE(refused.reason().find(taps_rule->second.reason), std::string::npos) << refused.reason();
                 continue;
             }
-            ASSERT_TRUE(variant->supports(problem)) << variant->name() << ": " << variant->supports(problem).reason();
+            ASSERT_TRUE(variant->supports(problem))
+                << variant->name() << ": " << variant->supports(problem).reason()
+                << " (a variant that refuses masks by design is named here: in kLargestSide with the largest side it takes, or in "
+                   "kTapsRule with the rule of the masks it takes; docs/adding-a-variant.md, section 7)";
             const LaunchShape shape = variant->default_shape(problem);
             EXPECT_LE(shape.block_x * shape.block_y, 1024) << variant->name();
             // Each declared parameter set, in order, to one of its listed values: prepare() refuses

@@ -393,13 +393,18 @@ TEST(ConformanceTable, CoversTheRequiredProblems) {
             ++covered[fmt::format("mask {} border {}", p.mask->name(), to_string(p.border))];
             ++covered[fmt::format("mask {} format {} {}", p.mask->name(), p.shape.channels, to_string(p.shape.layout))];
         }
+        // Where a refusal by design is declared, for a failure's message (docs/adding-a-variant.md, section 7).
+        const std::string declare = ": a variant that takes only some masks by design is named, with its rule, in kMaskRestricted "
+                                    "(tests/gpu/test_conformance.cpp); a format it refuses whatever the mask, in "
+                                    "op_conformance::refuses_format (tests/gpu/op_conformance.hpp)";
         EXPECT_GE(takes, in_formats / 10) << variant->name() << ": the table holds too few masks it takes";
-        EXPECT_GE(cases[variant], takes * 9 / 10) << variant->name();
+        EXPECT_GE(cases[variant], takes * 9 / 10) << variant->name() << " refuses more than a tenth of the cases it is held to"
+                                                   << declare;
         for (const char* size : {"1x1", "1x7", "7x1", "2x3", "5x5", "17x13", "33x31", "127x65", "640x480", "1920x1080"})
-            EXPECT_GT(covered[fmt::format("size {}", size)], 0) << variant->name() << " " << size;
+            EXPECT_GT(covered[fmt::format("size {}", size)], 0) << variant->name() << " " << size << declare;
         for (const Format& f : kFormats) {
             if (takes_format(f.channels, f.layout)) {
-                EXPECT_GT((covered[fmt::format("format {} {}", f.channels, to_string(f.layout))]), 0) << variant->name();
+                EXPECT_GT((covered[fmt::format("format {} {}", f.channels, to_string(f.layout))]), 0) << variant->name() << declare;
             }
         }
         for (const Border& b : all_borders()) EXPECT_GT(covered["border " + to_string(b)], 0) << variant->name();
