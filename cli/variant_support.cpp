@@ -197,7 +197,13 @@ std::vector<std::pair<std::string, Group>> group_by(const std::vector<Probe>& pr
         if (it == groups.end()) it = groups.insert(groups.end(), std::pair<std::string, Group>{key, Group{}});
         it->second.probes.push_back(&p);
     }
-    for (auto& [key, group] : groups) group.text = narrowing_text(dimensions_of(group.probes), whole);
+    for (auto& [key, group] : groups) {
+        group.text = narrowing_text(dimensions_of(group.probes), whole);
+        // A group whose values span every dimension while another group takes some of its
+        // combinations (conv.box_sliding_sums: group=8 for gray boxes up to 25 wide, group=16
+        // for the rest) is not "every probed problem".
+        if (groups.size() > 1 && group.text == "every probed problem") group.text = "the other probed problems";
+    }
     return groups;
 }
 
