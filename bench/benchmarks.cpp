@@ -338,8 +338,12 @@ int bench_main(int argc, char** argv) {
     }
     if (!output.finish(ran > 0 && !listing)) return 1;
     if (ran == 0) {
-        std::fprintf(stderr, "klab-bench: no benchmark ran (does the filter match any name? klab-bench --benchmark_list_tests, "
-                             "or klab run --list, lists them)\n");
+        if (listing) {
+            std::fprintf(stderr, "klab-bench: no benchmark name matches the filter\n");
+        } else {
+            std::fprintf(stderr, "klab-bench: no benchmark ran (does the filter match any name? klab-bench "
+                                 "--benchmark_list_tests, or klab run --list, lists them)\n");
+        }
         return 2;
     }
     if (!runner::failed_rows().empty()) {

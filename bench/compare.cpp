@@ -114,10 +114,12 @@ CompareRow compare_run(const BenchFile& old_file, const BenchRun& old_run, const
     // "ambiguous" look like a measured result.
     const double floor = smallest_p_value(row.old_repetitions, row.new_repetitions);
     if (floor >= options.alpha) {
+        int enough = 2;  // the fewest repetitions, as many in each file, whose smallest p is below alpha
+        while (enough < 100 && smallest_p_value(enough, enough) >= options.alpha) ++enough;
         why = fmt::format("too few repetitions to judge the noise ({} and {}: the smallest possible p is {:.3g} >= alpha "
-                          "{:g}); run with 5 or more repetitions (klab run --repetitions, klab-bench "
+                          "{:g}); run with {} or more repetitions (klab run --repetitions, klab-bench "
                           "--benchmark_repetitions)",
-                          row.old_repetitions, row.new_repetitions, floor, options.alpha);
+                          row.old_repetitions, row.new_repetitions, floor, options.alpha, enough);
     }
     append_note(row, why);
     return row;

@@ -243,7 +243,8 @@ bool is_aos_replicate(const BenchName& n) { return n.format == "rgb.aos" && n.bo
 std::vector<Row> resolution_rows(const Rows& rows) {
     std::vector<Row> list = rows.plain([](const BenchName& n) {
         if (!in_sizes(n.size)) return false;
-        return (is_aos_replicate(n) && n.filter == "gauss3") || (is_copy(n.row) && n.format == "rgb.aos" && n.filter == "copy");
+        return (is_aos_replicate(n) && n.filter == "gauss3" && !is_end_to_end(n.row)) ||
+               (is_copy(n.row) && n.format == "rgb.aos" && n.filter == "copy");
     });
     sort_by_size(list);
     return list;

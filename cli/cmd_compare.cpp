@@ -102,13 +102,13 @@ bench::CompareOptions checked_options(const CompareCliOptions& o) {
 
 void run_learn_noise(const CompareCliOptions& o) {
     if (!o.noise_path.empty()) throw Error("--noise with --learn-noise", "--learn-noise OUT RUN RUN... (learning reads no noise file)");
+    if (std::filesystem::is_directory(o.learn_noise_path)) {  // before the runs are read
+        throw Error(fmt::format("--learn-noise {}: a directory", o.learn_noise_path), "a JSON file path, e.g. results/<gpu-slug>/noise.json");
+    }
     std::vector<bench::BenchFile> runs;
     for (const std::string& path : o.files) runs.push_back(bench::load_bench_file(path));
     const bench::LearnedNoise learned = bench::learn_noise(runs);
     const std::string text = bench::noise_json(learned.noise);
-    if (std::filesystem::is_directory(o.learn_noise_path)) {
-        throw Error(fmt::format("--learn-noise {}: a directory", o.learn_noise_path), "a JSON file path, e.g. results/<gpu-slug>/noise.json");
-    }
     io::write_file_atomically(o.learn_noise_path, std::vector<std::uint8_t>(text.begin(), text.end()));
     for (const std::string& w : learned.warnings) fmt::print("warning: {}\n", w);
     fmt::print("klab compare: the noise of {} rows from {} runs ({}) written to {}\n", learned.noise.medians_us.size(), runs.size(),

@@ -70,12 +70,29 @@ void check_filter(const std::string& filter) {
 
 // --list: klab-bench's listing of the study (filtered), on this machine's GPU or the CPU.
 void list_study(const RunOptions& o) {
+    if (o.device == "all") {
+        throw Error("--list with --device all: every GPU runs the same study",
+                    "--list alone, or with --device N for the rows of that GPU's build");
+    }
     std::vector<std::string> args = {fmt::format("--klab_study={}", o.study), fmt::format("--klab_results={}", o.results),
                                      "--benchmark_list_tests=true"};
     if (!o.filter.empty()) args.push_back(fmt::format("--benchmark_filter={}", o.filter));
     if (!o.device.empty()) args.push_back(fmt::format("--device={}", o.device));
     const int status = run_bench(args);
-    if (status != 0) throw Error(fmt::format("no benchmark of the {} study to list (exit {})", o.study, status), "a --filter that matches some name");
+    if (status != 0) {
+        throw Error(fmt::format("nothing of the {} study listed (klab-bench exit {}{})", o.study, status,
+                                o.filter.empty() ? ": its message above says why" : ""),
+                    o.filter.empty() ? "" : "a --filter that matches some benchmark name");
+    }
+}
+
+// The folders create_directories(path) would make, outermost first: `path`'s ancestors that do
+// not exist yet (on the normal form of the path, so that "a/../b" or "c/" name what is made).
+std::vector<fs::path> folders_to_make(const fs::path& path) {
+    std::vector<fs::path> missing;
+    std::error_code ec;
+    for (fs::path p = path; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) missing.insert(missing.begin(), p);
+    return missing;
 }
 
 // results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
@@ -110,7 +127,7 @@ void run_every_device(const RunOptions& o) {
     const std::vector<std::string> failed = run_per_device(jobs, own_executable());
     for (const std::string& line : plan.idle) fmt::print("{}\n", line);
     if (!failed.empty()) {
-        throw Error(fmt::format("klab run --device all: {} of {} stud{} failed: {}", failed.size(), jobs.size(),
+        throw Error(fmt::format("--device all: {} of {} stud{} failed: {}", failed.size(), jobs.size(),
                                 jobs.size() == 1 ? "y" : "ies", fmt::join(failed, "; ")),
                     "every GPU's study succeeding (its lines are above, prefixed with its label)");
     }
@@ -157,8 +174,9 @@ void run_study(const RunOptions& o) {
     fmt::print("\n== {}. Benchmarks (klab-bench, Google Benchmark)\n", gpu && o.tune ? 2 : 1);
     std::fflush(stdout);
     std::error_code ec;
-    fs::path first_made;  // the outermost folder this run makes for `out`, if any
-    for (fs::path p = out; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) first_made = p;
+    out = out.lexically_normal();
+    if (!out.has_filename() && out.has_parent_path()) out = out.parent_path();  // "dir/" is "dir"
+    const std::vector<fs::path> made = folders_to_make(out);  // removed again if the run writes nothing
     fs::create_directories(out, ec);
     if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()), "a writable results directory");
     // Written beside the final name and renamed only after a complete run: never a half-written bench.json.
@@ -189,15 +207,17 @@ void run_study(const RunOptions& o) {
             fs::rename(partial, failed, ec);
             kept = ec ? fmt::format("; its output {} could not be kept ({})", partial.string(), ec.message())
                       : fmt::format("; its output is kept as {} for inspection", failed.string());
-        } else if (!first_made.empty()) {
-            // The folders made for this run, still empty: not left behind.
-            for (fs::path p = out; fs::remove(p, ec) && p != first_made; p = p.parent_path()) {
-            }
+        } else {
+            // The folders made for this run, innermost first (remove() takes only an empty one).
+            for (auto it = made.rbegin(); it != made.rend(); ++it) fs::remove(*it, ec);
         }
         const std::string left = fs::exists(json, ec) ? fmt::format("{} is unchanged", json.string()) : "no bench.json was written";
+        const std::string allowed = wrote ? "every row verified and timed (the failed rows are listed above)"
+                                    : o.filter.empty()
+                                        ? "a run of the study (klab-bench's messages above say what stopped it)"
+                                        : "a --filter that matches some benchmark name (klab run --list --filter RE shows which do)";
         throw Error(fmt::format("klab-bench failed (exit {}{}){}, and {}", status, readable ? "" : ", " + unreadable_because, kept, left),
-                    wrote ? "every row verified and timed (the failed rows are listed above)"
-                          : "a --filter that matches some benchmark name (klab run --list --filter RE shows which do)");
+                    allowed);
     }
     fs::rename(partial, json, ec);
     if (ec) throw Error(fmt::format("cannot rename {} to {}: {}", partial.string(), json.string(), ec.message()));

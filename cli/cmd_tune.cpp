@@ -341,7 +341,7 @@ void tune_every_device(const TuneCliOptions& o) {
     }
     const std::vector<std::string> failed = run_per_device(jobs, own_executable());
     if (!failed.empty()) {
-        throw Error(fmt::format("klab tune --device all: {} of {} process(es) failed: {}", failed.size(), jobs.size(),
+        throw Error(fmt::format("--device all: {} of {} tuning process(es) failed: {}", failed.size(), jobs.size(),
                                 fmt::join(failed, "; ")),
                     "every GPU's tune succeeding (its lines are above, prefixed with its label)");
     }

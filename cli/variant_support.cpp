@@ -1,6 +1,7 @@
 // What a registered variant supports (cli/variant_support.hpp): the representative problems, the
 // variant's answer for each, and their summaries per dimension as text.
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <iterator>
 #include <set>
@@ -209,16 +210,22 @@ std::vector<std::pair<std::string, Group>> group_by(const std::vector<Probe>& pr
 
 // A refusal's reason with the probe's own mask named generically, so that one rule that refuses
 // every mask from 11x11 up is one group, not eleven whose reasons differ only by the mask's name.
+// Only the first mention of the name, and the first of the size after it, are the probe's own: a
+// size elsewhere in the reason is the variant's rule ("conv.register_window takes up to 9x9").
 std::string refusal_key(const Probe& p) {
     std::string reason = p.support.reason();
-    if (!p.problem.mask) return reason;
-    const auto replace_all = [&reason](const std::string& from, const std::string& to) {
-        for (std::size_t at = reason.find(from); at != std::string::npos; at = reason.find(from, at + to.size())) {
-            reason.replace(at, from.size(), to);
-        }
-    };
-    replace_all(p.problem.mask->name(), "<mask>");
-    replace_all(fmt::format("{}x{}", p.problem.mask->width(), p.problem.mask->height()), "<size>");
+    if (!p.problem.mask || p.problem.mask->name().empty()) return reason;
+    const std::string name = p.problem.mask->name();
+    const std::size_t at_name = reason.find(name);
+    if (at_name == std::string::npos) return reason;
+    reason.replace(at_name, name.size(), "<mask>");
+    const std::string size = fmt::format("{}x{}", p.problem.mask->width(), p.problem.mask->height());
+    const std::size_t at_size = reason.find(size, at_name);
+    // The size as a whole token: "1x1" is not the start of "11x11" or the end of "21x1".
+    const auto is_digit = [&reason](std::size_t i) { return i < reason.size() && std::isdigit(static_cast<unsigned char>(reason[i])); };
+    if (at_size != std::string::npos && !(at_size > 0 && is_digit(at_size - 1)) && !is_digit(at_size + size.size())) {
+        reason.replace(at_size, size.size(), "<size>");
+    }
     return reason;
 }
 

@@ -25,8 +25,8 @@ LINE_STYLE = {
     "baseline": {"linestyle": ":", "marker": "x", "color": "gray"},
 }
 NPP_STYLES = [("black", "s"), ("dimgray", "D"), ("darkgray", "v"), ("silver", "P"), ("gray", "X")]
-# matplotlib's 20 "tab20" colours (no grays: those are NPP's) and 7 markers: as 7 and 20 share no
-# factor, the first 140 variants of a plot each get a pair of their own.
+# matplotlib's "tab20" colours with its two grays (NPP's colours) swapped for two of "tab20b", and 7
+# markers: as 7 and 20 share no factor, the first 140 variants each get a pair of their own.
 VARIANT_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd",
                   "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5",
                   "#393b79", "#637939"]
@@ -44,9 +44,16 @@ def npp_style(index):
     return {"linestyle": "--", "marker": marker, "color": color}
 
 
-def variant_index(names):
-    # The variants in name order: the same variant, the same colour and marker in every panel.
-    return {name: i for i, name in enumerate(sorted(set(names)))}
+def variant_index(plots):
+    # Every variant of every plot, in name order: the same variant, the same colour and marker in
+    # every panel and every PNG.
+    names = set()
+    for plot in plots:
+        for panel in plot.get("panels", [plot]):
+            for item in panel.get("series", []) + panel.get("bars", []):
+                if item["role"] not in ("npp", "copy", "cpu", "baseline"):
+                    names.add(item["name"])
+    return {name: i for i, name in enumerate(sorted(names))}
 
 
 def variant_style(index):
@@ -54,10 +61,9 @@ def variant_style(index):
             "color": VARIANT_COLORS[index % len(VARIANT_COLORS)]}
 
 
-def styles_of(series_list):
-    # Each series' line style, from the names of all the series a figure draws.
+def styles_of(series_list, variants):
+    # Each series' line style: NPP's from the series a figure draws, the variants' from `variants`.
     npp = npp_index(s["name"] for s in series_list if s["role"] == "npp")
-    variants = variant_index(s["name"] for s in series_list if s["role"] not in ("npp", "copy", "cpu", "baseline"))
 
     def style(series):
         if series["role"] == "npp":
@@ -111,9 +117,9 @@ def set_ticks(ax, ticks, ticker, with_values):
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
 
 
-def time_vs_resolution(plt, ticker, plot, gpu):
+def time_vs_resolution(plt, ticker, plot, gpu, variants):
     fig, ax = plt.subplots(figsize=(9, 6))
-    draw_lines(ax, plot["series"], styles_of(plot["series"]))
+    draw_lines(ax, plot["series"], styles_of(plot["series"], variants))
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain_log_labels(ax.yaxis, ticker)
@@ -126,10 +132,10 @@ def time_vs_resolution(plt, ticker, plot, gpu):
     return fig
 
 
-def time_vs_mask(plt, ticker, plot, gpu):
+def time_vs_mask(plt, ticker, plot, gpu, variants):
     panels = plot["panels"]
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 6), squeeze=False)
-    style = styles_of([s for panel in panels for s in panel["series"]])
+    style = styles_of([s for panel in panels for s in panel["series"]], variants)
     for ax, panel in zip(axes[0], panels):
         draw_lines(ax, panel["series"], style)
         ax.set_yscale("log")
@@ -144,24 +150,22 @@ def time_vs_mask(plt, ticker, plot, gpu):
     return fig
 
 
-def bar_colors(plt, panels):
-    # One colour per row name across the panels; NPP's calls in grays, hatched.
-    del plt  # same colours as the lines
-    names = sorted({b["name"] for panel in panels for b in panel["bars"] if b["role"] != "npp"})
-    colors = {name: VARIANT_COLORS[i % len(VARIANT_COLORS)] for i, name in enumerate(names)}
+def bar_colors(panels, variants):
+    # Each variant's colour of the lines; NPP's calls in grays, hatched.
+    colors = {name: VARIANT_COLORS[i % len(VARIANT_COLORS)] for name, i in variants.items()}
     npp = npp_index(b["name"] for panel in panels for b in panel["bars"] if b["role"] == "npp")
     colors.update({name: NPP_STYLES[i][0] for name, i in npp.items()})
     return colors
 
 
-def bandwidth(plt, ticker, plot, gpu):
+def bandwidth(plt, ticker, plot, gpu, variants):
     del ticker  # same signature as the other drawers
     panels = plot["panels"]
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 6), squeeze=False)
-    colors = bar_colors(plt, panels)
+    colors = bar_colors(panels, variants)
     for ax, panel in zip(axes[0], panels):
         bars = panel["bars"]
-        drawn = ax.bar(range(len(bars)), [b["gb_per_s"] for b in bars], color=[colors[b["name"]] for b in bars])
+        drawn = ax.bar(range(len(bars)), [b["gb_per_s"] for b in bars], color=[colors.get(b["name"], "gray") for b in bars])
         for rectangle, bar in zip(drawn, bars):
             if bar["role"] == "npp":
                 rectangle.set_hatch("//")
@@ -200,7 +204,8 @@ def main(argv):
         data = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         plots = data["plots"]
         gpu = data["gpu"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        variants = variant_index(plots)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         print(f"plot_bench.py: cannot read {argv[1]}: {error!r}", file=sys.stderr)
         return EXIT_BAD_INPUT
     out_dir = Path(argv[2])
@@ -211,7 +216,7 @@ def main(argv):
             print(f"plot_bench.py: unknown plot kind {plot.get('kind')!r}, skipped", file=sys.stderr)
             status = EXIT_BAD_INPUT
             continue
-        fig = drawer(plt, ticker, plot, gpu)
+        fig = drawer(plt, ticker, plot, gpu, variants)
         fig.tight_layout()
         # A temporary file renamed into place: klab report links only complete PNGs.
         target = out_dir / plot["file"]

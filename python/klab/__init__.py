@@ -24,7 +24,9 @@ import numbers
 try:
     from . import _klab
 except ImportError as error:  # without the compiled module Python blames a circular import
-    if "_klab" not in str(error):
+    import pathlib
+
+    if any(pathlib.Path(__path__[0]).glob("_klab*")):  # there, but it does not load: Python's reason stands
         raise
     raise ImportError(f"klab's compiled module (_klab) is not beside this package ({__path__[0]}): install klab with "
                       "`pip install .` from the repository's root (docs/library.md) instead of importing python/klab "

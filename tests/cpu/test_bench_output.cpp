@@ -141,6 +141,14 @@ TEST_F(BenchOutput, KlabRunOfNoRowSaysSoAndLeavesNoFailedFile) {
         fmt::format("{} run --study smoke --no-tune --no-report --out {} --filter no-such-row", KLAB_CLI_PATH, made.string()));
     EXPECT_EQ(in_new.exit_code, 2) << in_new.output;
     EXPECT_EQ(files_in_dir(), 0) << "the folders made for the run are left behind";
+    // The path's normal form decides: "made/../kept/new/" makes kept/new only, and kept stays.
+    fs::create_directory(dir / "kept");
+    const test::CommandResult odd_path = test::run_command(fmt::format("{} run --study smoke --no-tune --no-report --out {} --filter no-such-row",
+                                                                       KLAB_CLI_PATH, (dir / "made" / ".." / "kept" / "new" / "").string()));
+    EXPECT_EQ(odd_path.exit_code, 2) << odd_path.output;
+    EXPECT_TRUE(fs::is_directory(dir / "kept"));
+    EXPECT_EQ(files_in_dir(), 1) << "only kept/, empty";
+    EXPECT_TRUE(fs::is_empty(dir / "kept"));
 }
 
 // --list prints the study's names (those --filter matches) and runs nothing; a malformed --filter

@@ -164,6 +164,16 @@ TEST_F(Cli, ListGroupsARefusalOfManyMasksInOneLine) {
               std::string::npos)
         << block;
     EXPECT_EQ(block.find("box13"), std::string::npos) << block;
+    // A size in the rule's own words ("conv.register_window takes up to 9x9") keeps 9x9 in the group.
+    const std::size_t shuffle = r.output.find("\nconv.shuffle_window (convolve)");
+    ASSERT_NE(shuffle, std::string::npos) << r.output;
+    const std::string shuffle_block = r.output.substr(shuffle, r.output.find("\n\n", shuffle + 1) - shuffle);
+    EXPECT_NE(shuffle_block.find("not supported: masks 5x5..31x31, 3x7, 7x3: masks up to 3x3: box5 is 5x5"), std::string::npos)
+        << shuffle_block;
+    // Of two default shapes, the one whose problems span every dimension is "the other" problems.
+    const std::size_t sliding = r.output.find("\nconv.box_sliding_sums (convolve)");
+    ASSERT_NE(sliding, std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("32x4 group=16 rows=32 (the other probed problems)", sliding), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, ListJsonParsesAndNamesEveryVariant) {
