@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "autotune/search_space.hpp"
 #include "autotune/tuning_cache.hpp"
@@ -206,20 +207,21 @@ void check_repetitions(const std::string& arg) {
 void check_choice(const std::string& arg) {
     struct Choice {
         const char* flag;
-        std::vector<std::string> allowed;
-        const char* allowed_text;
+        std::vector<std::string> allowed;  // "" : the flag given empty (Google Benchmark's default)
     };
     static const Choice kChoices[] = {
-        {"--benchmark_format=", {"console", "json", "csv"}, "console, json or csv"},
-        {"--benchmark_out_format=", {"console", "json", "csv"}, "console, json or csv"},
-        {"--benchmark_time_unit=", {"", "ns", "us", "ms", "s"}, "ns, us, ms or s"},
+        {"--benchmark_format=", {"console", "json", "csv"}},
+        {"--benchmark_out_format=", {"console", "json", "csv"}},
+        {"--benchmark_time_unit=", {"", "ns", "us", "ms", "s"}},
     };
     for (const Choice& c : kChoices) {
         if (arg.rfind(c.flag, 0) != 0) continue;
         const std::string value = arg.substr(std::string(c.flag).size());
-        if (std::find(c.allowed.begin(), c.allowed.end(), value) == c.allowed.end()) {
-            throw Error(fmt::format("{}: '{}' is not one of its values", arg, value), c.allowed_text);
-        }
+        if (std::find(c.allowed.begin(), c.allowed.end(), value) != c.allowed.end()) continue;
+        std::vector<std::string> named(c.allowed.begin() + (c.allowed.front().empty() ? 1 : 0), c.allowed.end());
+        const std::string last = named.back();
+        named.pop_back();
+        throw Error(fmt::format("{}: '{}' is not one of its values", arg, value), fmt::format("{} or {}", fmt::join(named, ", "), last));
     }
     if (arg == "--benchmark_color=") throw Error(arg + ": no value", "auto, true or false");
 }

@@ -105,6 +105,12 @@ private:
 
 }  // namespace
 
+std::string ReportResult::drawn_text() const {
+    std::string paths;
+    for (const std::string& png : plots.drawn) paths += (paths.empty() ? "" : ", ") + (report.parent_path() / png).string();
+    return paths.empty() ? paths : "; plots: " + paths;
+}
+
 std::string plot_data_json(const BenchFile& file) { return report::plot_data(file, report::Rows(file)).dump(2) + "\n"; }
 
 ReportResult write_report(const ReportRequest& request) {

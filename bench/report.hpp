@@ -49,6 +49,9 @@ struct ReportResult {
     std::filesystem::path plot_data;  // <out>/plot-data.json
     PlotOutcome plots;
     std::string draw_later;  // the command that draws the plots, for a warning when they were not drawn
+
+    // "; plots: <out>/a.png, <out>/b.png" for the plots drawn, "" when none was.
+    std::string drawn_text() const;
 };
 
 // Loads the file (klab::Error when it is missing or not klab-bench JSON, or holds no row that

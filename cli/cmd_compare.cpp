@@ -5,7 +5,6 @@
 // klab compare --learn-noise OUT RUN RUN...: the noise file the gate reads with --noise.
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,9 +101,6 @@ bench::CompareOptions checked_options(const CompareCliOptions& o) {
 
 void run_learn_noise(const CompareCliOptions& o) {
     if (!o.noise_path.empty()) throw Error("--noise with --learn-noise", "--learn-noise OUT RUN RUN... (learning reads no noise file)");
-    if (std::filesystem::is_directory(o.learn_noise_path)) {  // before the runs are read
-        throw Error(fmt::format("--learn-noise {}: a directory", o.learn_noise_path), "a JSON file path, e.g. results/<gpu-slug>/noise.json");
-    }
     std::vector<bench::BenchFile> runs;
     for (const std::string& path : o.files) runs.push_back(bench::load_bench_file(path));
     const bench::LearnedNoise learned = bench::learn_noise(runs);

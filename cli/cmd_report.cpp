@@ -47,10 +47,7 @@ void run_report(const ReportCliOptions& o) {
     request.plot_script = o.plot_script;
     request.draw_plots = !o.no_plots;
     const bench::ReportResult result = bench::write_report(request);
-    std::string plots;
-    for (const std::string& p : result.plots.drawn) plots += (plots.empty() ? "" : ", ") + (result.report.parent_path() / p).string();
-    fmt::print("wrote {} and {}{}\n", result.report.string(), result.plot_data.string(),
-               plots.empty() ? std::string() : "; plots: " + plots);
+    fmt::print("wrote {} and {}{}\n", result.report.string(), result.plot_data.string(), result.drawn_text());
     if (o.no_plots) {
         fmt::print("plots not drawn (--no-plots); draw them with: {}\n", result.draw_later);
     } else if (!result.plots.not_drawn.empty()) {

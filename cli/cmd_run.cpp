@@ -230,9 +230,7 @@ void run_study(const RunOptions& o) {
         request.out_dir = out;
         request.plot_script = fs::path(KLAB_SOURCE_DIR) / "scripts" / "plot_bench.py";
         const bench::ReportResult report = bench::write_report(request);
-        std::string plots;
-        for (const std::string& p : report.plots.drawn) plots += (plots.empty() ? "" : ", ") + (out / p).string();
-        fmt::print("wrote {}{}{}\n", report.report.string(), plots.empty() ? std::string() : "; plots: " + plots,
+        fmt::print("wrote {}{}{}\n", report.report.string(), report.drawn_text(),
                    report.plots.not_drawn.empty() ? std::string() : fmt::format(" (plots not drawn: {})", report.plots.not_drawn));
     } else if (fs::exists(out / "report.md", ec)) {
         fmt::print("note: --no-report: {} is an earlier run's (klab report {} writes this one's)\n", (out / "report.md").string(),

@@ -172,6 +172,8 @@ std::string full_text(const Dimensions& d) {
 
 namespace {
 
+constexpr const char* kEveryProbedProblem = "every probed problem";
+
 // Only the dimensions where `part` covers less than `whole`: "masks 17x17..31x31".
 std::string narrowing_text(const Dimensions& part, const Dimensions& whole) {
     std::vector<std::string> texts;
@@ -179,7 +181,7 @@ std::string narrowing_text(const Dimensions& part, const Dimensions& whole) {
     if (part.layouts != whole.layouts) texts.push_back(layouts_text(part));
     if (part.borders != whole.borders) texts.push_back("borders " + borders_text(part.borders));
     if (part.masks != whole.masks) texts.push_back("masks " + masks_text(part.masks));
-    if (texts.empty()) return "every probed problem";
+    if (texts.empty()) return kEveryProbedProblem;
     return fmt::format("{}", fmt::join(texts, " · "));
 }
 
@@ -203,7 +205,7 @@ std::vector<std::pair<std::string, Group>> group_by(const std::vector<Probe>& pr
         // A group whose values span every dimension while another group takes some of its
         // combinations (conv.box_sliding_sums: group=8 for gray boxes up to 25 wide, group=16
         // for the rest) is not "every probed problem".
-        if (groups.size() > 1 && group.text == "every probed problem") group.text = "the other probed problems";
+        if (groups.size() > 1 && group.text == kEveryProbedProblem) group.text = "the other probed problems";
     }
     return groups;
 }

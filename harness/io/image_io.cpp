@@ -240,12 +240,12 @@ fs::path check_target_directory(const fs::path& path) {
     const std::string target_name = path.filename().string();
     if (target_name.empty() || target_name == "." || target_name == "..") {
         throw Error(fmt::format("cannot write '{}': the path does not end in a file name", path.string()),
-                    "a file path such as out/result.png");
+                    "a path that ends in a file name, e.g. out/result.png");
     }
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
         // Found now, not at the final rename (after the whole filtering).
-        throw Error(fmt::format("cannot write '{}': it is an existing directory", path.string()), "a file path such as out/result.png");
+        throw Error(fmt::format("cannot write '{}': it is an existing directory", path.string()), "a file path, not a directory");
     }
     const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     const fs::file_status dir_status = fs::status(dir, ec);
