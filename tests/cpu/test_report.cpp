@@ -129,8 +129,10 @@ TEST_F(Report, GeneralMasksAreMeasuredAgainstTheRooflineAndNppsArbitraryMaskFilt
     expect_has(general, "| 8K/rgb.soa/random9/replicate | conv.register_window_async | 330 | 8.25× | 12.1% | 1.25× | — | — | 128x1 tuned |");
     EXPECT_LT(general.find("conv.register_window_async | 318"), general.find("conv.tile_fp32 | 900"));
     EXPECT_LT(general.find("rgb.aos/random9"), general.find("rgb.soa/random9"));
-    // No sharpen rows in this file: the headline leaves the problem out without a note.
-    EXPECT_EQ(section(md, "## Headline").find("8K/rgb.aos/sharpen"), std::string::npos);
+    // No sharpen rows in this file: the headline says so, as its title names the problem.
+    expect_has(section(md, "## Headline"),
+               "8K/rgb.aos/sharpen/replicate: no klab variant row in this file (GPU: NVIDIA H200, cc 9.0, 132 SMs, study: full).");
+    EXPECT_EQ(section(md, "## Headline").find("| 8K/rgb.aos/sharpen"), std::string::npos);
     expect_has(md, "× roofline = median / `roofline_us`");
 }
 
@@ -153,8 +155,12 @@ TEST_F(Report, CpuOnlyFileGivesASensibleReport) {
     const std::string md = report_of(bench_json(rows, context));
     expect_has(md, "# klab benchmark report: no GPU");
     expect_has(section(md, "## Headline"),
-               "8K/rgb.aos/gauss3/replicate: no klab variant row in this file (GPU: none); the CPU reference took "
+               "8K/rgb.aos/gauss3/replicate: no klab variant row in this file (GPU: none, study: smoke); the CPU reference took "
                "cpu.reference_mt 8050 µs, cpu.reference 51000 µs.");
+    // The headline's other three problems are named too, in one line: they have no row at all.
+    expect_has(section(md, "## Headline"),
+               "8K/rgb.aos/gauss9/replicate, 8K/rgb.aos/sharpen/replicate, 8K/rgb.aos/random9/replicate: no klab variant row "
+               "in this file (GPU: none, study: smoke).");
     expect_has(section(md, "## 1."), "| 8K | cpu.reference | 51000 | — | — | — | — | — | 1 thread |");
     expect_has(section(md, "## 3."), "_Skipped: this file has no rows for conv.global");
     expect_has(section(md, "## 5."), "_Skipped: this file has no rows for forced block shapes");
