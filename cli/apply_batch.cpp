@@ -177,9 +177,11 @@ std::FILE* stream_for(const std::string& note) { return note.rfind("warning: ", 
 
 }  // namespace
 
-void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter) { run_batch(files, std::vector<BatchFilter>{filter}); }
+void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter, const io::WriteOptions& write) {
+    run_batch(files, std::vector<BatchFilter>{filter}, write);
+}
 
-void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers) {
+void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers, const io::WriteOptions& write) {
     if (workers.empty()) throw Error("klab apply: a batch without a worker");
     const GracefulStop graceful;  // a signal stops the batch between files (harness/interrupt.hpp)
     const std::size_t lanes = workers.size();
@@ -261,7 +263,7 @@ void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilte
             for (const std::string& note : item->filtered.notes) lines.emplace_back(stream_for(note), note);
             if (item->error.empty()) {
                 try {
-                    io::write_image(file.output, item->filtered.image);  // atomic: a failure leaves nothing
+                    io::write_image(file.output, item->filtered.image, write);  // atomic: a failure leaves nothing
                     lines.emplace_back(stdout, fmt::format("{} -> {}: {}", file.input.string(), file.output.string(),
                                                            item->filtered.description));
                     const std::lock_guard<std::mutex> lock(outcome_mutex);

@@ -13,6 +13,7 @@
 
 #include "harness/error.hpp"
 #include "harness/image.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab::cli {
 
@@ -24,6 +25,12 @@ struct BatchFile {
 // The image extensions a directory input contributes (any case).
 inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
 
+// The paths of a --list file's text: one per line, spaces around it trimmed; blank lines and lines
+// starting with '#' are skipped (a '#' inside a path is kept: file names may contain it). Relative
+// paths are relative to the working directory, as on the command line. Throws klab::Error naming
+// `list_file` and the line for a NUL byte.
+std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
+
 // Everything that can be checked before any work, in this order: the inputs (a directory gives its
 // images, sorted by name, not recursively; a directory without any is an error; a path that is not
 // a directory is taken as a file, and one that cannot be read fails on its own later), then `list_file`
@@ -31,14 +38,12 @@ inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
 // "" keeps each input's extension; two inputs writing one output, or an output that is its own
 // input, are refused), and `out_dir` (created when missing; it must be a writable directory).
 // Throws klab::Error naming the path and what is allowed.
-// The paths of a --list file's text: one per line, spaces around it trimmed; blank lines and lines
-// starting with '#' are skipped (a '#' inside a path is kept: file names may contain it). Relative
-// paths are relative to the working directory, as on the command line. Throws klab::Error naming
-// `list_file` and the line for a NUL byte.
-std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
-
+// `check_plan`, when given, sees the plan before `out_dir` is created: the checks of other options
+// that depend on the outputs (--jpeg-quality) refuse a run there without leaving a directory behind.
+using PlanCheck = std::function<void(const std::vector<BatchFile>&)>;
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
-                                  const std::filesystem::path& out_dir, const std::string& format);
+                                  const std::filesystem::path& out_dir, const std::string& format,
+                                  const PlanCheck& check_plan = {});
 
 struct FilteredImage {
     ImageU8 image;                   // what to write, AoS
@@ -64,9 +69,11 @@ struct BatchStop : Error {
 // started last and the elapsed time. Ends with "N of M written": printed when all were written,
 // else thrown as klab::Error with the failed inputs (in the order of `files`). After SIGINT,
 // SIGTERM or SIGHUP (harness/interrupt.hpp) no further file is read or filtered, the files already
-// filtered are written, and it throws klab::Interrupted saying how many were written.
-void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers);
+// filtered are written, and it throws klab::Interrupted saying how many were written. Every output
+// is encoded with `write` (the JPEG quality).
+void run_batch(const std::vector<BatchFile>& files, const std::vector<BatchFilter>& workers,
+               const io::WriteOptions& write = {});
 // One worker: `filter` on the calling thread, one reader, one writer.
-void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter);
+void run_batch(const std::vector<BatchFile>& files, const BatchFilter& filter, const io::WriteOptions& write = {});
 
 }  // namespace klab::cli

@@ -1,9 +1,12 @@
 // klab apply's option checks that need no file and no device, so that a typo costs nothing: each
 // says what was wrong and what is allowed (cli/apply_options.hpp).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/apply_options.hpp"
 #include "harness/error.hpp"
+#include "harness/io/image_io.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/variant.hpp"
 
@@ -70,6 +73,20 @@ void check_pipeline_options(const ApplyOptions& o) {
         throw Error(fmt::format("--sync with --in-flight {}: the synchronous path holds the whole image, one piece", o.in_flight),
                     "--in-flight without --sync (the strip path)");
     }
+}
+
+void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::filesystem::path>& outputs) {
+    if (!o.jpeg_quality_given) return;
+    const auto is_jpeg = [](const std::filesystem::path& path) {
+        return io::format_from_extension(path) == io::ImageFormat::jpeg;
+    };
+    if (std::any_of(outputs.begin(), outputs.end(), is_jpeg)) return;
+    const std::string what = o.out_dir.empty()
+                                 ? fmt::format("OUT '{}' is not a JPEG", outputs.empty() ? "" : printable(outputs.front().string()))
+                                 : fmt::format("none of the batch's {} output{} is a JPEG", outputs.size(), outputs.size() == 1 ? "" : "s");
+    throw Error(fmt::format("--jpeg-quality {}: {}, so it would change nothing", o.jpeg_quality, what),
+                o.out_dir.empty() ? "--jpeg-quality with a .jpg or .jpeg OUT"
+                                  : "--jpeg-quality with --format jpg, or with .jpg or .jpeg inputs");
 }
 
 void require_gpu_operation(const FilterSpec& spec) {

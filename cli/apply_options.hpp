@@ -2,6 +2,7 @@
 // klab apply's options and what every image of a run is filtered with (cli/cmd_apply.cpp reads
 // them), the checks of the options that need no file and no device (cli/apply_checks.cpp), and
 // the lines both backends print.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "harness/device_select.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/image.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab::cli::apply {
 
@@ -32,6 +34,8 @@ struct ApplyOptions {
     std::string list;     // --list FILE: more inputs, one per line
     std::string format;   // --format: the batch outputs' extension; empty keeps the input's
     std::string device;   // GPU: --device N or all; empty: the current device
+    int jpeg_quality = io::WriteOptions{}.jpeg_quality;  // --jpeg-quality: the JPEG outputs' quality, 1..100
+    bool jpeg_quality_given = false;
 };
 
 // What every image of a run is filtered with, parsed once.
@@ -40,6 +44,7 @@ struct Setup {
     Border border;
     Layout layout = Layout::aos;
     int threads = 1;
+    io::WriteOptions write;  // how every output file is encoded (the JPEG quality)
 };
 
 // Progress lines and the GPU's choices: warnings to stderr, the rest to stdout.
@@ -61,6 +66,9 @@ void check_cpu_options(const ApplyOptions& o);
 void check_device_option(const ApplyOptions& o, const DeviceRequest& request);
 // --sync is the one-shot path, one piece at a time: strips in flight contradict it.
 void check_pipeline_options(const ApplyOptions& o);
+// --jpeg-quality sets how JPEG outputs are encoded: given where no output is a JPEG, it would do
+// nothing, so say so instead of ignoring it. `outputs`: the run's output paths.
+void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::filesystem::path>& outputs);
 // The GPU runs what the strip pipeline runs (convolutions and Sobel); say which op lacks what.
 void require_gpu_operation(const FilterSpec& spec);
 

@@ -115,7 +115,7 @@ std::vector<std::string> parse_input_list(std::string_view text, const std::stri
 }
 
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
-                                  const fs::path& out_dir, const std::string& format) {
+                                  const fs::path& out_dir, const std::string& format, const PlanCheck& check_plan) {
     std::vector<std::string> sources = inputs;
     if (!list_file.empty()) {
         const std::vector<std::string> listed = read_list(list_file);
@@ -167,6 +167,7 @@ std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const 
         }
         plan.push_back({input, output});
     }
+    if (check_plan) check_plan(plan);
     prepare_out_dir(out_dir, plan.front().output);
     return plan;
 }

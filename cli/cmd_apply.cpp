@@ -150,6 +150,7 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
         const std::string why = ec ? ec.message() : "no such file";
         throw Error(fmt::format("IN '{}' cannot be read: {}", printable(in), why), "an existing, readable image file");
     }
+    check_jpeg_quality_option(o, {out});
     const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
     GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
 
@@ -169,7 +170,7 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
     } else {
         filtered = filter_on_cpu(s, std::move(image), terminal_progress());
     }
-    io::write_image(out, filtered.image);
+    io::write_image(out, filtered.image, s.write);
     fmt::print("{} -> {}: {}\n", in, out, filtered.description);
 }
 
@@ -203,7 +204,11 @@ FilteredImage filter_batch_file(const Setup& s, GpuFilter* gpu, std::vector<std:
 
 void run_many(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_gpus) {
     const GpuFilters gpus = make_gpus();  // the devices first: without one, nothing is created
-    const std::vector<BatchFile> files = plan_batch(o.paths, o.list, o.out_dir, o.format);
+    const std::vector<BatchFile> files = plan_batch(o.paths, o.list, o.out_dir, o.format, [&o](const std::vector<BatchFile>& plan) {
+        std::vector<fs::path> outputs;
+        for (const BatchFile& file : plan) outputs.push_back(file.output);
+        check_jpeg_quality_option(o, outputs);
+    });
     if (gpus.size() > 1) {
         std::string names;
         for (const auto& gpu : gpus) names += (names.empty() ? "" : ", ") + gpu->device_name();
@@ -218,13 +223,14 @@ void run_many(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& make_
             return filter_batch_file(s, gpu, notes, std::move(image), file);
         });
     }
-    run_batch(files, workers);
+    run_batch(files, workers, s.write);
 }
 
 void run_apply(const ApplyOptions& o) {
     // Check everything that can be checked before the filtering starts, so a typo costs nothing.
     check_mode_options(o);
-    Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads)};
+    Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads),
+            io::WriteOptions{o.jpeg_quality}};
     MakeGpuFilters make_gpus = [] { return GpuFilters(); };
     std::optional<LaunchShape> block;
     const Variant* requested = nullptr;
@@ -304,15 +310,21 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)");
     cmd->add_option("--format", o->format, "Batch: the outputs' format (default: each input's extension)")
         ->check(CLI::IsMember({"png", "jpg", "pgm", "ppm"}));
+    CLI::Option* jpeg_quality =
+        cmd->add_option("--jpeg-quality", o->jpeg_quality,
+                        "JPEG outputs: the quality, 1 (smallest file) to 100 (least loss); baseline, RGB as YCbCr 4:2:0")
+            ->check(CLI::Range(1, 100))
+            ->capture_default_str();
     cmd->add_option("--device", o->device,
                     "GPU: the CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: a "
                     "batch spread over every GPU, each taking the next file when it is free (same outputs as one GPU)");
     cmd->add_option("PATHS", o->paths,
                     "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
                     "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");
-    cmd->callback([o, strips, in_flight] {
+    cmd->callback([o, strips, in_flight, jpeg_quality] {
         o->strips_given = strips->count() > 0;
         o->in_flight_given = in_flight->count() > 0;
+        o->jpeg_quality_given = jpeg_quality->count() > 0;
         run_apply(*o);
     });
 }

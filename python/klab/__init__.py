@@ -20,6 +20,7 @@ CuPy, PyTorch and OpenCV.
 from __future__ import annotations
 
 import numbers
+import os
 
 try:
     from . import _klab
@@ -177,10 +178,22 @@ def read_image(path: str):
     return _klab.read_image(str(path))
 
 
-def write_image(path: str, a) -> None:
+def write_image(path: str, a, jpeg_quality: int = None) -> None:
     """Writes a uint8 host array ((H, W) or (H, W, C)) to PNG, JPEG or PGM/PPM, by the extension
-    (a .pgm name takes gray only)."""
+    (a .pgm name takes gray only). jpeg_quality: a .jpg or .jpeg file's quality, an int from 1 to
+    100 (None: 95); given for another format, where it would change nothing, it is refused."""
+    quality = 95
+    if jpeg_quality is not None:
+        allowed = "an int from 1 to 100, for a .jpg or .jpeg path"
+        if not isinstance(jpeg_quality, numbers.Integral) or isinstance(jpeg_quality, bool):  # NumPy's integers too
+            raise TypeError(f"jpeg_quality is a {type(jpeg_quality).__qualname__}; allowed: {allowed}")
+        quality = int(jpeg_quality)
+        if not 1 <= quality <= 100:
+            raise ValueError(f"jpeg_quality={quality!r}; allowed: {allowed}")
+        if os.path.splitext(str(path))[1].lower() not in (".jpg", ".jpeg"):
+            raise ValueError(f"jpeg_quality={quality!r} for {str(path)!r}, which is not a JPEG name, so it would change "
+                             f"nothing; allowed: {allowed}")
     image = _arrays.as_image(_arrays.describe(a, "a"), "a", "hwc", "uint8")
     if image.array.device is not None:
         raise ValueError(f"a is in {image.array.where}; allowed: a host (NumPy) array")
-    _klab.write_image(str(path), image.image_tuple())
+    _klab.write_image(str(path), image.image_tuple(), quality)

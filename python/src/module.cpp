@@ -244,7 +244,9 @@ NB_MODULE(_klab, m) {
         return nb::make_tuple(spec.mask->height(), spec.mask->width(), spec.mask->coefficients());
     });
     m.def("read_image", &read_image);
-    m.def("write_image", [](const std::string& path, const ImageTuple& image) { klab::io::write_image(path, host_copy(image_arg(image))); });
+    m.def("write_image", [](const std::string& path, const ImageTuple& image, int jpeg_quality) {
+        klab::io::write_image(path, host_copy(image_arg(image)), klab::io::WriteOptions{jpeg_quality});
+    });
     m.def("wait_for", [](std::uintptr_t waiting, std::uintptr_t producer) {
         klab::interop::wait_for(reinterpret_cast<cudaStream_t>(waiting), reinterpret_cast<cudaStream_t>(producer));
     });

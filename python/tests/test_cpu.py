@@ -50,6 +50,23 @@ def test_read_and_write_image_round_trip(tmp_path):
         assert np.array_equal(a, b)
 
 
+def test_write_image_takes_a_jpeg_quality(tmp_path):
+    a = image(channels=3)
+    klab.write_image(tmp_path / "default.jpg", a)
+    klab.write_image(tmp_path / "q95.jpg", a, jpeg_quality=np.int64(95))
+    klab.write_image(tmp_path / "q10.jpg", a, jpeg_quality=10)
+    assert (tmp_path / "default.jpg").read_bytes() == (tmp_path / "q95.jpg").read_bytes()
+    assert (tmp_path / "q10.jpg").stat().st_size < (tmp_path / "q95.jpg").stat().st_size
+    assert klab.read_image(tmp_path / "q10.jpg").shape == a.shape
+    with pytest.raises(ValueError, match="jpeg_quality=0; allowed: an int from 1 to 100"):
+        klab.write_image(tmp_path / "bad.jpg", a, jpeg_quality=0)
+    with pytest.raises(TypeError, match="jpeg_quality is a float"):
+        klab.write_image(tmp_path / "bad.jpg", a, jpeg_quality=80.0)
+    with pytest.raises(ValueError, match="not a JPEG name, so it would change nothing"):
+        klab.write_image(tmp_path / "bad.png", a, jpeg_quality=80)
+    assert not (tmp_path / "bad.jpg").exists() and not (tmp_path / "bad.png").exists()
+
+
 CASES = [
     ("gaussian:5", "mirror", 3),
     ("box:3", "constant:9", 1),

@@ -214,5 +214,37 @@ TEST_F(Cli, ApplyPathsAndPipelineOptionsAreChecked) {
     }
 }
 
+TEST_F(Cli, ApplyWritesJpegAtTheQualityAsked) {
+    // A larger image than the fixture's, so that the qualities give files of different sizes.
+    const fs::path photo = dir / "photo.png";
+    io::write_image(photo, test::random_image({96, 64, 3, Layout::aos}, 21));
+    const auto apply_to = [&](const std::string& options, const fs::path& out) {
+        const Result r = klab_cli("apply --filter box:3 " + options + photo.string() + " " + out.string());
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+    };
+    apply_to("", dir / "default.jpg");
+    apply_to("--jpeg-quality 95 ", dir / "q95.jpg");
+    apply_to("--jpeg-quality 20 ", dir / "q20.jpg");
+    EXPECT_EQ(file_bytes(dir / "default.jpg"), file_bytes(dir / "q95.jpg"));  // 95 is the default
+    EXPECT_LT(file_bytes(dir / "q20.jpg").size(), file_bytes(dir / "q95.jpg").size());
+    // A batch encodes every output as one file's run does.
+    const fs::path out = dir / "out";
+    const Result batch = klab_cli("apply --filter box:3 --jpeg-quality 20 --format jpg --out-dir " + out.string() + " " +
+                                  photo.string());
+    ASSERT_EQ(batch.exit_code, 0) << batch.output;
+    EXPECT_EQ(file_bytes(out / "photo.jpg"), file_bytes(dir / "q20.jpg"));
+    // Out of range, or where no output is a JPEG: refused before any work, nothing written.
+    for (const char* bad : {"0", "101", "x"}) expect_failure(fmt::format("apply --filter box:3 --jpeg-quality {} {} {}", bad, input,
+                                                                          (dir / "bad.jpg").string()),
+                                                              "--jpeg-quality");
+    expect_failure("apply --filter box:3 --jpeg-quality 80 " + input + " " + (dir / "bad.png").string(),
+                   "--jpeg-quality 80: OUT '" + (dir / "bad.png").string() + "' is not a JPEG, so it would change nothing");
+    expect_failure("apply --filter box:3 --jpeg-quality 80 --out-dir " + (dir / "pngs").string() + " " + input,
+                   "--jpeg-quality 80: none of the batch's 1 output is a JPEG");
+    EXPECT_FALSE(fs::exists(dir / "bad.jpg"));
+    EXPECT_FALSE(fs::exists(dir / "bad.png"));
+    EXPECT_FALSE(fs::exists(dir / "pngs"));
+}
+
 }  // namespace
 }  // namespace klab
