@@ -6,8 +6,8 @@
 
 #include "cli/apply_options.hpp"
 #include "harness/error.hpp"
-#include "harness/io/image_io.hpp"
 #include "harness/filter_spec.hpp"
+#include "harness/io/image_io.hpp"
 #include "harness/variant.hpp"
 
 namespace klab::cli::apply {
