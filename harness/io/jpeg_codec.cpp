@@ -5,7 +5,10 @@
 // warnings (corrupt or truncated data, which it would otherwise paper over with gray) are treated
 // as errors: a damaged file is refused rather than decoded into plausible-looking pixels. A file
 // too short for the size its header declares is refused before the pixels are allocated, and one
-// of more than 500 scans (kMaxJpegScans) before it keeps the decoder busy for hours.
+// of more than 500 scans (kMaxJpegScans) before it keeps the decoder busy for hours. Arithmetic-
+// coded JPEGs are refused: their decoder supplies zeros past the end of the data without a warning
+// (hitting a marker early is legal there), so a cut-short file would decode into plausible pixels,
+// and no size floor bounds what a small file may declare.
 // Write: 1 (gray) or 3 (RGB, stored as YCbCr with libjpeg's default 4:2:0 chroma subsampling)
 // channels, quality 1..100, baseline.
 //
@@ -228,15 +231,20 @@ ImageU8 decode_jpeg(const std::vector<std::uint8_t>& bytes, const std::string& n
                                     jpeg.cinfo.num_components),
                         "gray or RGB (YCbCr) JPEG");
     }
+    if (jpeg.cinfo.arith_code) {
+        throw Error(fmt::format("{}: an arithmetic-coded JPEG, which klab does not decode: its decoder fills data cut short "
+                                "with zeros and gives no warning, so a damaged file could not be told from a whole one",
+                                name),
+                    "a Huffman-coded (baseline or progressive) JPEG, gray or RGB");
+    }
     // No scaling is requested, so the output size is the header's size.
     validate_size(jpeg.cinfo.image_width, jpeg.cinfo.image_height, name, max_pixels);
     // Huffman coding spends at least one bit on every 8x8 block of the first component (its DC
     // difference) in the first scan that holds it: a file with less is truncated, or a header
-    // lying about a huge size, refused before the pixels are allocated. (Arithmetic coding has no
-    // such floor.)
+    // lying about a huge size, refused before the pixels are allocated.
     const std::uint64_t blocks =
         std::uint64_t{jpeg.cinfo.comp_info[0].width_in_blocks} * jpeg.cinfo.comp_info[0].height_in_blocks;
-    if (!jpeg.cinfo.arith_code && bytes.size() < blocks / 8) {
+    if (bytes.size() < blocks / 8) {
         throw Error(fmt::format("{}: the JPEG data is truncated: a {}x{} image needs at least {} bytes, the file has {}", name,
                                 jpeg.cinfo.image_width, jpeg.cinfo.image_height, blocks / 8, bytes.size()),
                     "a complete, valid JPEG file");

@@ -41,9 +41,16 @@ TEST(HostileImages, AJpegOfMoreThan500ScansIsRefused) {
                        "scans.jpg: the JPEG has more than 500 scans; allowed: at most 500 scans");
 }
 
+TEST(HostileImages, AnArithmeticCodedJpegIsRefused) {
+    // Its decoder would fill a cut-short file with zeros without a warning.
+    test::expect_error([&] { io::decode_image(seed("jpeg/rgb_17x9_arithmetic.jpg"), "a.jpg"); },
+                       "a.jpg: an arithmetic-coded JPEG, which klab does not decode: its decoder fills data cut short with "
+                       "zeros and gives no warning, so a damaged file could not be told from a whole one; allowed: a "
+                       "Huffman-coded (baseline or progressive) JPEG, gray or RGB");
+}
+
 TEST(HostileImages, TheSameKindsOfFilesAtTheirTrueSizeAreRead) {
     EXPECT_EQ(io::decode_image(seed("jpeg/rgb_17x9_progressive.jpg"), "p.jpg").width(), 17);
-    EXPECT_EQ(io::decode_image(seed("jpeg/rgb_17x9_arithmetic.jpg"), "a.jpg").width(), 17);
     EXPECT_EQ(io::decode_image(seed("png/rgb_5x5_adam7.png"), "i.png").width(), 5);
     EXPECT_EQ(io::decode_image(seed("png/gray_1bit_9x3.png"), "g.png").width(), 9);
 }
