@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -101,6 +102,15 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     return bytes;
 }
 
+// The longest file name `dir`'s file system takes, in bytes (NAME_MAX, 255 on Linux's).
+std::size_t longest_file_name(const fs::path& dir) {
+    const long longest = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+    return longest > 0 ? static_cast<std::size_t>(longest) : 255;
+}
+
+// What a temporary file's name adds to the part of the target's name it keeps: "." and ".xxxxxx.tmp".
+constexpr std::size_t kTempNameExtra = 12;
+
 // A temporary file beside the target; removed on destruction unless release() was called after a
 // successful rename, and by the signal handler if a signal ends the process meanwhile.
 class TempFile {
@@ -108,9 +118,13 @@ public:
     TempFile(const fs::path& dir, const std::string& target_name, const fs::path& target) {
         std::random_device random;
         std::uniform_int_distribution<std::uint32_t> six_hex_digits(0, 0xFFFFFF);
+        // A target name within a byte or a dozen of the longest allowed still gets a temporary file:
+        // its name keeps as much of the target's as fits.
+        const std::size_t kept = longest_file_name(dir) - std::min(longest_file_name(dir), kTempNameExtra);
+        const std::string stem = target_name.substr(0, kept);
         int error_number = 0;
         for (int attempt = 0; attempt < 100; ++attempt) {
-            path_ = dir / fmt::format(".{}.{:06x}.tmp", target_name, six_hex_digits(random));
+            path_ = dir / fmt::format(".{}.{:06x}.tmp", stem, six_hex_digits(random));
             registration_.emplace(path_.string());  // before the file exists: no moment without it
             // O_EXCL: never reuse someone else's file. Mode 0666 lets the umask apply, as for any new
             // file (mkstemp would create it 0600, and the rename would keep that).
@@ -226,13 +240,6 @@ std::string read_all(std::istream& in, const fs::path& path, std::uintmax_t max_
 
 ImageU8 read_image(const fs::path& path) { return decode_image(read_file(path), printable(path.string())); }
 
-void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
-    // Encode first: an unsupported channel count or quality fails before the disk is touched.
-    check_pgm_is_gray(path, image.channels());
-    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
-    write_file_atomically(path, bytes);
-}
-
 namespace {
 
 // Throws unless `path` names a file in an existing, writable directory; returns that directory.
@@ -267,16 +274,32 @@ fs::path check_target_directory(const fs::path& path) {
                                 os_reason(errno)),
                     "a path in an existing, writable directory");
     }
+    if (const std::size_t longest = longest_file_name(dir); target_name.size() > longest) {
+        // Found now, not when the temporary file cannot be made (after the whole filtering).
+        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), target_name.size()),
+                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
+    }
     return dir;
 }
 
 }  // namespace
 
+void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
+    // The place first, as check_writable does; then encode: an unsupported channel count or quality
+    // fails before the disk is touched.
+    (void)check_target_directory(path);
+    check_pgm_is_gray(path, image.channels());
+    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
+    write_file_atomically(path, bytes);
+}
+
+
 void check_writable(const fs::path& path, int channels) {
+    // The place first: a directory named as OUT is one, whatever its name's extension says.
+    (void)check_target_directory(path);
     // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
     check_pgm_is_gray(path, channels);
     (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
-    (void)check_target_directory(path);
 }
 
 void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {

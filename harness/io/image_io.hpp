@@ -47,9 +47,11 @@ ImageU8 decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
 std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format, const std::string& name,
                                        const WriteOptions& options = {});
 
-// Throws the error write_image would throw for an image of `channels` channels at `path` (an
-// unknown extension, a format that cannot hold that many channels, a missing or read-only
-// directory) without writing anything, so that a long computation can fail before it starts.
+// Throws the error write_image would throw for an image of `channels` channels at `path` (first
+// the place: a path that is a directory or does not end in a file name, a missing or read-only
+// directory, a file name longer than the file system takes; then an unknown extension, a format
+// that cannot hold that many channels) without writing anything, so that a long computation can
+// fail before it starts.
 void check_writable(const std::filesystem::path& path, int channels);
 
 // Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto

@@ -142,6 +142,33 @@ TEST_F(IoWrite, OntoADirectoryFailsBeforeWritingAnything) {
     EXPECT_TRUE(fs::is_directory(output));
 }
 
+TEST_F(IoWrite, ADirectoryWithoutAnImageExtensionIsNamedAsADirectory) {
+    // The place is checked before the name's extension: "no file extension" would mislead here.
+    fs::create_directory(dir_ / "folder");
+    const fs::path output = dir_ / "folder";
+    const std::string expected = fmt::format("cannot write '{}': it is an existing directory", output.string());
+    expect_contains(error_message([&] { io::check_writable(output, 3); }), expected);
+    expect_contains(error_message([&] { io::write_image(output, test::random_image({2, 2, 3}, 4)); }), expected);
+}
+
+TEST_F(IoWrite, ANameNearTheFileSystemsLimitIsWrittenALongerOneRefusedBeforeAnyWork) {
+    // Linux's file systems take names of up to 255 bytes. The temporary file's name adds 12 bytes to
+    // what it keeps of the target's, so it keeps less where the target's is long.
+    const std::string near_limit = std::string(251, 'n') + ".png";
+    const ImageU8 image = test::random_image({3, 2, 3}, 5);
+    io::check_writable(dir_ / near_limit, 3);
+    io::write_image(dir_ / near_limit, image);
+    EXPECT_TRUE(same_pixels(io::read_image(dir_ / near_limit), image));
+    EXPECT_EQ(entries(dir_), std::vector<std::string>{near_limit});
+    const std::string too_long = std::string(252, 'n') + ".png";
+    const std::string expected = fmt::format("cannot write '{}': its file name is 256 bytes long; allowed: a file name of at "
+                                             "most 255 bytes (the file system's limit)",
+                                             (dir_ / too_long).string());
+    expect_contains(error_message([&] { io::check_writable(dir_ / too_long, 3); }), expected);
+    expect_contains(error_message([&] { io::write_image(dir_ / too_long, image); }), expected);
+    EXPECT_EQ(entries(dir_), std::vector<std::string>{near_limit});
+}
+
 TEST_F(IoWrite, APathWithoutAFileName) {
     expect_contains(error_message([&] { io::write_file_atomically(dir_ / "", text_bytes("abc")); }),
                     "the path does not end in a file name");
