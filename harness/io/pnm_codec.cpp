@@ -49,8 +49,8 @@ public:
         }
     }
 
-    // The next decimal number after whitespace and comments; `what` names it in messages. Values
-    // too large for any limit saturate at kHuge instead of overflowing.
+    // The next decimal number after whitespace and comments; `what` names it in messages. A value
+    // past kHuge, more than any limit allows, is refused as written in the file (not overflowed).
     static constexpr std::int64_t kHuge = std::int64_t{1} << 40;
     std::int64_t number(const char* what) {
         skip_space_and_comments();
@@ -63,10 +63,18 @@ public:
                 fmt::format("{}: the PNM file has {} where the {} should be", name_, describe_byte(peek()), what),
                 "a decimal number");
         }
+        const std::size_t start = pos_;
         std::int64_t value = 0;
         while (!at_end() && is_digit(peek())) {
             value = std::min(kHuge, value * 10 + (peek() - '0'));
             ++pos_;
+        }
+        if (value >= kHuge) {
+            const std::size_t digits = pos_ - start;
+            const std::string text(reinterpret_cast<const char*>(bytes_.data()) + start, std::min<std::size_t>(digits, 24));
+            throw Error(fmt::format("{}: the PNM {} {}{} is too large", name_, what, text,
+                                    digits > 24 ? fmt::format("... ({} digits)", digits) : ""),
+                        fmt::format("a {} below 2^40 (images of at most 2^30 pixels)", what));
         }
         return value;
     }

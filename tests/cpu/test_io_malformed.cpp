@@ -160,9 +160,13 @@ TEST_F(IoMalformed, PnmHeaderClaimingAMillionByAMillion) {
     const std::string limit = "image size 1000000x1000000 exceeds klab's size limit; allowed:";
     expect_read_fails("huge.pgm", text_bytes("P5\n1000000 1000000\n255\n\x01\x02\x03"), limit);
     expect_read_fails("huge.ppm", text_bytes("P6\n1000000 1000000\n255\n\x01\x02\x03"), limit);
-    // Numbers too long for any integer type saturate instead of wrapping into a small size.
+    // Numbers too long for any integer type are refused as the file writes them, not wrapped into a
+    // small size.
     expect_read_fails("overflow.pgm", text_bytes("P5\n18446744073709551617 1\n255\n\x01"),
-                      "exceeds klab's size limit");
+                      "overflow.pgm: the PNM width 18446744073709551617 is too large; allowed: a width below 2^40 (images of "
+                      "at most 2^30 pixels)");
+    expect_read_fails("long.pgm", text_bytes("P5\n1 " + std::string(40, '9') + "\n255\n\x01"),
+                      "long.pgm: the PNM height 999999999999999999999999... (40 digits) is too large");
 }
 
 TEST_F(IoMalformed, PnmWithSixteenBitMaxval) {
