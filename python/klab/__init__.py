@@ -125,7 +125,7 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
 
     device = source.device if on_device and source.device >= 0 else -1
     report = _klab.run(image.image_tuple(), output.image_tuple(), spec, where, border, variant, handle, device,
-                       str(results or ""), bool(verify), threads)
+                       (os.fsdecode(results) if results else ""), bool(verify), threads)
     report["input_address"] = source.address
     report["output_address"] = target.address
     return (result, report) if return_report else result
@@ -160,7 +160,7 @@ def choose(a, spec: str, border: str = "replicate", variant: str = "auto", *, la
     source = _arrays.describe(a, "a")
     image = _arrays.as_image(source, "a", layout, "uint8")
     device = source.device if source.device is not None and source.device >= 0 else -1
-    return _klab.choose(image.image_tuple(), spec, border, variant, device, str(results or ""))
+    return _klab.choose(image.image_tuple(), spec, border, variant, device, (os.fsdecode(results) if results else ""))
 
 
 def variants() -> list:
@@ -175,7 +175,7 @@ def devices() -> list:
 
 def read_image(path: str):
     """A PNG, JPEG or PGM/PPM file as a uint8 NumPy array: (H, W) gray, (H, W, C) otherwise."""
-    return _klab.read_image(str(path))
+    return _klab.read_image(os.fsdecode(path))
 
 
 def write_image(path: str, a, jpeg_quality: int = None) -> None:
@@ -190,10 +190,10 @@ def write_image(path: str, a, jpeg_quality: int = None) -> None:
         quality = int(jpeg_quality)
         if not 1 <= quality <= 100:
             raise ValueError(f"jpeg_quality={quality!r}; allowed: {allowed}")
-        if os.path.splitext(str(path))[1].lower() not in (".jpg", ".jpeg"):
-            raise ValueError(f"jpeg_quality={quality!r} for {str(path)!r}, which is not a JPEG name, so it would change "
-                             f"nothing; allowed: {allowed}")
+        if os.path.splitext(os.fsdecode(path))[1].lower() not in (".jpg", ".jpeg"):
+            raise ValueError(f"jpeg_quality={quality!r} for {os.fsdecode(path)!r}, which is not a JPEG name, so it would "
+                             f"change nothing; allowed: {allowed}")
     image = _arrays.as_image(_arrays.describe(a, "a"), "a", "hwc", "uint8")
     if image.array.device is not None:
         raise ValueError(f"a is in {image.array.where}; allowed: a host (NumPy) array")
-    _klab.write_image(str(path), image.image_tuple(), quality)
+    _klab.write_image(os.fsdecode(path), image.image_tuple(), quality)

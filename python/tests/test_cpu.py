@@ -48,6 +48,10 @@ def test_read_and_write_image_round_trip(tmp_path):
         b = klab.read_image(tmp_path / "a.png")
         assert b.shape == a.shape and b.dtype == np.uint8
         assert np.array_equal(a, b)
+    # Paths as str, bytes and os.PathLike alike.
+    klab.write_image(os.fsencode(tmp_path / "b.png"), a)
+    assert np.array_equal(klab.read_image(os.fsencode(tmp_path / "b.png")), a)
+    assert np.array_equal(klab.read_image(str(tmp_path / "b.png")), a)
 
 
 def test_write_image_takes_a_jpeg_quality(tmp_path):
