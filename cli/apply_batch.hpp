@@ -23,7 +23,7 @@ struct BatchFile {
 };
 
 // The image extensions a directory input contributes (any case).
-inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm";
+inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm .pnm";
 
 // The paths of a --list file's text: one per line, spaces around it trimmed; blank lines and lines
 // starting with '#' are skipped (a '#' inside a path is kept: file names may contain it). Relative

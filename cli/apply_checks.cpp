@@ -75,10 +75,23 @@ void check_pipeline_options(const ApplyOptions& o) {
     }
 }
 
+void check_border_option(const ApplyOptions& o, const FilterSpec& spec) {
+    if (o.border_given && spec.operation == Operation::integral) {
+        throw Error(fmt::format("--border {} with --filter {}: an integral image's sums read no pixel outside the image, so no "
+                                "border applies",
+                                o.border, spec.text),
+                    "--border with a convolution or sobel");
+    }
+}
+
 void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::filesystem::path>& outputs) {
     if (!o.jpeg_quality_given) return;
     const auto is_jpeg = [](const std::filesystem::path& path) {
-        return io::format_from_extension(path) == io::ImageFormat::jpeg;
+        try {
+            return io::format_from_extension(path) == io::ImageFormat::jpeg;
+        } catch (const Error&) {
+            return false;  // no image extension: refused as such where the output is checked
+        }
     };
     if (std::any_of(outputs.begin(), outputs.end(), is_jpeg)) return;
     const std::string what = o.out_dir.empty()

@@ -20,6 +20,7 @@ struct ApplyOptions {
     std::string layout = "aos";
     std::string filter;
     std::string border = "replicate";
+    bool border_given = false;
     int threads = 0;
     std::string block;    // empty: the tuning cache's shape, else the variant's default
     std::string results = "results";  // the tuning cache: <results>/<gpu-slug>/autotune.json
@@ -66,6 +67,8 @@ void check_cpu_options(const ApplyOptions& o);
 void check_device_option(const ApplyOptions& o, const DeviceRequest& request);
 // --sync is the one-shot path, one piece at a time: strips in flight contradict it.
 void check_pipeline_options(const ApplyOptions& o);
+// An integral image's sums read no pixel outside the image: a --border given with it would do nothing.
+void check_border_option(const ApplyOptions& o, const FilterSpec& spec);
 // --jpeg-quality sets how JPEG outputs are encoded: given where no output is a JPEG, it would do
 // nothing, so say so instead of ignoring it. `outputs`: the run's output paths.
 void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::filesystem::path>& outputs);

@@ -29,7 +29,8 @@ constexpr const char* kListAllowed = "a text file with one image path (or direct
 
 bool has_image_extension(const fs::path& path) {
     const std::string extension = lower(path.extension().string());
-    return extension == ".png" || extension == ".jpg" || extension == ".jpeg" || extension == ".pgm" || extension == ".ppm";
+    return extension == ".png" || extension == ".jpg" || extension == ".jpeg" || extension == ".pgm" || extension == ".ppm" ||
+           extension == ".pnm";
 }
 
 // A directory's images, sorted, not recursive: regular files (through links), and broken links,
@@ -45,7 +46,10 @@ std::vector<fs::path> directory_images(const fs::path& dir) {
         const bool broken_link = it->is_symlink(type_ec) && !fs::exists(it->path(), type_ec);
         if ((regular || broken_link) && has_image_extension(it->path())) found.push_back(it->path());
     }
-    if (ec) throw Error(fmt::format("cannot list directory '{}': {}", dir.string(), ec.message()));
+    if (ec) {
+        throw Error(fmt::format("cannot list directory '{}': {}", dir.string(), ec.message()),
+                    "directories klab may read (and search), or image files");
+    }
     if (found.empty()) {
         throw Error(fmt::format("directory '{}' holds no images (no {} files; subdirectories are not searched)", dir.string(),
                                 kBatchExtensions),
@@ -148,9 +152,13 @@ std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const 
         try {
             (void)io::format_from_extension(output);
         } catch (const Error&) {
+            if (std::error_code ec; !fs::exists(input, ec) && !fs::is_symlink(input, ec)) {
+                // Its name would be refused next; the file's absence is what to fix first.
+                throw Error(fmt::format("input '{}' does not exist", input.string()), "existing image files or directories");
+            }
             throw Error(fmt::format("cannot write '{}' (the output of '{}'): '{}' is no image file extension", output.string(),
                                     input.string(), name.extension().string()),
-                        "inputs named .png .jpg .jpeg .pgm .ppm .pnm, or --format png|jpg|pgm|ppm");
+                        "inputs named .png .jpg .jpeg .pgm .ppm .pnm, or --format png|jpg|jpeg|pgm|ppm|pnm");
         }
         if (identity(output) == identity(input)) {
             throw Error(fmt::format("the output of '{}' would replace the input itself", input.string()),

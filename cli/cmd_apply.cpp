@@ -150,6 +150,12 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
         const std::string why = ec ? ec.message() : "no such file";
         throw Error(fmt::format("IN '{}' cannot be read: {}", printable(in), why), "an existing, readable image file");
     }
+    if (std::error_code same_ec; fs::exists(out, same_ec) && fs::equivalent(in, out, same_ec)) {
+        // The write would be safe (atomic, after the filtering), but the original would be gone.
+        throw Error(fmt::format("OUT '{}' is IN '{}' itself: the filtered image would replace the input", printable(out),
+                                printable(in)),
+                    "an OUT other than IN (klab apply never replaces its input; a batch refuses it too)");
+    }
     check_jpeg_quality_option(o, {out});
     const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
     GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
@@ -231,6 +237,7 @@ void run_apply(const ApplyOptions& o) {
     check_mode_options(o);
     Setup s{parse_filter_spec(o.filter), parse_border(o.border), parse_layout(o.layout), resolve_threads(o.threads),
             io::WriteOptions{o.jpeg_quality}};
+    check_border_option(o, s.spec);
     MakeGpuFilters make_gpus = [] { return GpuFilters(); };
     std::optional<LaunchShape> block;
     const Variant* requested = nullptr;
@@ -299,17 +306,21 @@ void add_apply_command(CLI::App& app) {
         ->check(CLI::IsMember({"aos", "soa"}))
         ->capture_default_str();
     cmd->add_option("--filter", o->filter, std::string("Filter: ") + kFilterSpecHelp)->required();
-    cmd->add_option("--border", o->border,
+    CLI::Option* border = cmd->add_option("--border", o->border,
                     "Border mode: constant[:V] (V 0..255, default 0), replicate, mirror (reflect-101), reflect, wrap")
         ->capture_default_str();
     cmd->add_option("--threads", o->threads, "CPU threads: 0 = one per hardware thread, 1 = sequential")
         ->check(CLI::Range(0, kMaxThreads))
         ->capture_default_str();
+    // An empty value would read as the option left out (IN OUT, no list): refused instead.
+    const CLI::Validator named([](std::string& value) { return value.empty() ? std::string("an empty path names nothing") : ""; },
+                               "");
     cmd->add_option("--out-dir", o->out_dir,
-                    "Batch: write DIR/<input file name> for every input (DIR is created when missing); the paths are then inputs");
-    cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)");
+                    "Batch: write DIR/<input file name> for every input (DIR is created when missing); the paths are then inputs")
+        ->check(named);
+    cmd->add_option("--list", o->list, "Batch: a file naming more inputs, one per line ('#' lines are comments)")->check(named);
     cmd->add_option("--format", o->format, "Batch: the outputs' format (default: each input's extension)")
-        ->check(CLI::IsMember({"png", "jpg", "pgm", "ppm"}));
+        ->check(CLI::IsMember({"png", "jpg", "jpeg", "pgm", "ppm", "pnm"}));
     CLI::Option* jpeg_quality =
         cmd->add_option("--jpeg-quality", o->jpeg_quality,
                         "JPEG outputs: the quality, 1 (smallest file) to 100 (least loss); baseline, RGB as YCbCr 4:2:0")
@@ -320,8 +331,9 @@ void add_apply_command(CLI::App& app) {
                     "batch spread over every GPU, each taking the next file when it is free (same outputs as one GPU)");
     cmd->add_option("PATHS", o->paths,
                     "IN OUT (OUT's extension picks the format), or with --out-dir the inputs: image files, or directories "
-                    "(their .png .jpg .jpeg .pgm .ppm files, sorted, not recursive)");
-    cmd->callback([o, strips, in_flight, jpeg_quality] {
+                    "(their .png .jpg .jpeg .pgm .ppm .pnm files, sorted, not recursive)");
+    cmd->callback([o, strips, in_flight, jpeg_quality, border] {
+        o->border_given = border->count() > 0;
         o->strips_given = strips->count() > 0;
         o->in_flight_given = in_flight->count() > 0;
         o->jpeg_quality_given = jpeg_quality->count() > 0;

@@ -182,7 +182,7 @@ TEST_F(Cli, BatchRefusesOutputNameCollisionsUpFront) {
     EXPECT_EQ(names_in(dir / "one"), (std::vector<std::string>{"a.png"}));
     // An input whose name has no image extension needs --format.
     write_text(dir / "data.bin", "x");
-    expect_failure(batch + (dir / "data.bin").string(), "--format png|jpg|pgm|ppm");
+    expect_failure(batch + (dir / "data.bin").string(), "--format png|jpg|jpeg|pgm|ppm|pnm");
     EXPECT_FALSE(fs::exists(out));
 }
 
@@ -244,6 +244,46 @@ TEST_F(Cli, ApplyWritesJpegAtTheQualityAsked) {
     EXPECT_FALSE(fs::exists(dir / "bad.jpg"));
     EXPECT_FALSE(fs::exists(dir / "bad.png"));
     EXPECT_FALSE(fs::exists(dir / "pngs"));
+}
+
+TEST_F(Cli, ApplyNeverReplacesItsInput) {
+    const std::string original = file_bytes(input);
+    const fs::path link = dir / "link.png";
+    fs::create_symlink(input, link);
+    const std::string same_file = "is IN '";
+    for (const std::string& out : {input, (fs::path(input).parent_path() / "." / "in.png").string(), link.string()}) {
+        expect_failure("apply --filter box:3 " + input + " " + out, same_file);
+        expect_failure("apply --filter box:3 " + out + " " + input, same_file);
+    }
+    EXPECT_EQ(file_bytes(input), original);
+    EXPECT_TRUE(fs::is_symlink(link));
+}
+
+TEST_F(Cli, ApplyRefusesOptionsThatWouldDoNothingAndNamesAMissingInput) {
+    const std::string out = (dir / "out.png").string();
+    expect_failure("apply --filter box:3 --out-dir '' " + input, "--out-dir: an empty path names nothing");
+    expect_failure("apply --filter box:3 --list '' --out-dir " + (dir / "o").string() + " " + input,
+                   "--list: an empty path names nothing");
+    expect_failure("apply --filter integral --border wrap " + input + " " + out,
+                   "--border wrap with --filter integral: an integral image's sums read no pixel outside the image");
+    // A missing input whose name has no image extension: its absence is named, not the extension.
+    expect_failure("apply --filter box:3 --out-dir " + (dir / "o").string() + " " + (dir / "no-such-file").string(),
+                   "input '" + (dir / "no-such-file").string() + "' does not exist");
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
+TEST_F(Cli, BatchTakesPnmFilesAndWritesEachFormatAsked) {
+    const fs::path in = dir / "pnm";
+    fs::create_directories(in);
+    io::write_image(in / "a.pnm", test::random_image({7, 5, 3, Layout::aos}, 31));
+    for (const std::string format : {"pnm", "jpeg"}) {
+        const fs::path out = dir / ("out-" + format);
+        const Result r = klab_cli("apply --filter box:3 --format " + format + " --out-dir " + out.string() + " " + in.string());
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_EQ(names_in(out), std::vector<std::string>{"a." + format}) << r.output;
+        EXPECT_EQ(io::read_image(out / ("a." + format)).width(), 7);
+    }
 }
 
 }  // namespace
