@@ -31,13 +31,21 @@ inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm .pnm"
 // `list_file` and the line for a NUL byte.
 std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
 
+// True where writing `output` would replace `input`: the same path however it is named (./, ..,
+// links in the folders), or `input` a link to `output`'s path. Not for a hard link, nor an `output`
+// that is a link to `input`: the write renames a new file onto `output`'s own directory entry and
+// leaves the input's file as it was. klab apply refuses the first for one file and for a batch.
+bool output_replaces_input(const std::filesystem::path& input, const std::filesystem::path& output);
+
 // Everything that can be checked before any work, in this order: the inputs (a directory gives its
 // images, sorted by name, not recursively; a directory without any is an error; a path that is not
-// a directory is taken as a file, and one that cannot be read fails on its own later), then `list_file`
-// (one path per line; blank lines and lines starting with '#' are skipped), the outputs (`format`
-// "" keeps each input's extension; two inputs writing one output, or an output that is its own
-// input, are refused), and `out_dir` (created when missing; it must be a writable directory).
-// Throws klab::Error naming the path and what is allowed.
+// a directory is taken as a file, and one that cannot be read fails on its own later, unless its
+// name has no image extension for its output: then it is refused here as missing or unreadable),
+// then `list_file` (one path per line; blank lines and lines starting with '#' are skipped), the
+// outputs (`format` "" keeps each input's extension; two inputs writing one output, an output that
+// would replace its input, or an output name longer than the file system takes, are refused), and
+// `out_dir` (created when missing; it must be a writable directory). Throws klab::Error naming the
+// path and what is allowed.
 // `check_plan`, when given, sees the plan before `out_dir` is created: the checks of other options
 // that depend on the outputs (--jpeg-quality) refuse a run there without leaving a directory behind.
 using PlanCheck = std::function<void(const std::vector<BatchFile>&)>;

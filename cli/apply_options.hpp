@@ -70,7 +70,8 @@ void check_pipeline_options(const ApplyOptions& o);
 // An integral image's sums read no pixel outside the image: a --border given with it would do nothing.
 void check_border_option(const ApplyOptions& o, const FilterSpec& spec);
 // --jpeg-quality sets how JPEG outputs are encoded: given where no output is a JPEG, it would do
-// nothing, so say so instead of ignoring it. `outputs`: the run's output paths.
+// nothing, so say so instead of ignoring it. `outputs`: the run's output paths, their extensions
+// checked (io::check_writable, plan_batch).
 void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::filesystem::path>& outputs);
 // The GPU runs what the strip pipeline runs (convolutions and Sobel); say which op lacks what.
 void require_gpu_operation(const FilterSpec& spec);

@@ -77,6 +77,12 @@ fs::path identity(const fs::path& path) {
     return ec ? fs::absolute(path, ec).lexically_normal() : canonical;
 }
 
+// The directory entry a write of `output` replaces: its folder's identity and its own name, not
+// followed (the write renames a new file onto that entry, replacing a link rather than its target).
+fs::path output_location(const fs::path& output) {
+    return identity(output.has_parent_path() ? output.parent_path() : fs::path(".")) / output.filename();
+}
+
 void prepare_out_dir(const fs::path& out_dir, const fs::path& first_output) {
     std::error_code ec;
     const fs::file_status status = fs::status(out_dir, ec);
@@ -118,6 +124,10 @@ std::vector<std::string> parse_input_list(std::string_view text, const std::stri
     return paths;
 }
 
+bool output_replaces_input(const fs::path& input, const fs::path& output) {
+    return identity(input) == output_location(output);
+}
+
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
                                   const fs::path& out_dir, const std::string& format, const PlanCheck& check_plan) {
     std::vector<std::string> sources = inputs;
@@ -152,19 +162,24 @@ std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const 
         try {
             (void)io::format_from_extension(output);
         } catch (const Error&) {
-            if (std::error_code ec; !fs::exists(input, ec) && !fs::is_symlink(input, ec)) {
-                // Its name would be refused next; the file's absence is what to fix first.
+            // Its name would be refused next; a missing or unreachable input is what to fix first.
+            std::error_code ec;
+            if (const fs::file_status status = fs::symlink_status(input, ec); status.type() == fs::file_type::not_found) {
                 throw Error(fmt::format("input '{}' does not exist", input.string()), "existing image files or directories");
+            } else if (ec) {
+                throw Error(fmt::format("input '{}' cannot be read: {}", input.string(), ec.message()),
+                            "existing, readable image files or directories");
             }
             throw Error(fmt::format("cannot write '{}' (the output of '{}'): '{}' is no image file extension", output.string(),
                                     input.string(), name.extension().string()),
                         "inputs named .png .jpg .jpeg .pgm .ppm .pnm, or --format png|jpg|jpeg|pgm|ppm|pnm");
         }
-        if (identity(output) == identity(input)) {
+        if (output_replaces_input(input, output)) {
             throw Error(fmt::format("the output of '{}' would replace the input itself", input.string()),
                         "an --out-dir other than the input's directory, or --format with another extension");
         }
-        const auto [at, inserted] = input_of.emplace(identity(output), input);
+        io::check_file_name_length(output);  // every output's, before --out-dir is made
+        const auto [at, inserted] = input_of.emplace(output_location(output), input);
         if (!inserted) {
             throw Error(identity(at->second) == identity(input)
                             ? fmt::format("'{}' is given twice{}", input.string(),

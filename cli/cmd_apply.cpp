@@ -150,18 +150,18 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
         const std::string why = ec ? ec.message() : "no such file";
         throw Error(fmt::format("IN '{}' cannot be read: {}", printable(in), why), "an existing, readable image file");
     }
-    if (std::error_code same_ec; fs::exists(out, same_ec) && fs::equivalent(in, out, same_ec)) {
+    if (output_replaces_input(in, out)) {
         // The write would be safe (atomic, after the filtering), but the original would be gone.
         throw Error(fmt::format("OUT '{}' is IN '{}' itself: the filtered image would replace the input", printable(out),
                                 printable(in)),
                     "an OUT other than IN (klab apply never replaces its input; a batch refuses it too)");
     }
-    check_jpeg_quality_option(o, {out});
     const GpuFilters gpus = make_gpus();  // the device first: without one, nothing is read
     GpuFilter* gpu = gpus.empty() ? nullptr : gpus.front().get();
 
     ImageU8 image = io::read_image(in);
     io::check_writable(out, output_channels(s.spec, image.channels()));
+    check_jpeg_quality_option(o, {out});  // after OUT's own checks, whose errors say more
     FilteredImage filtered;
     if (gpu != nullptr) {
         std::vector<std::string> notes;
@@ -313,8 +313,8 @@ void add_apply_command(CLI::App& app) {
         ->check(CLI::Range(0, kMaxThreads))
         ->capture_default_str();
     // An empty value would read as the option left out (IN OUT, no list): refused instead.
-    const CLI::Validator named([](std::string& value) { return value.empty() ? std::string("an empty path names nothing") : ""; },
-                               "");
+    const CLI::Validator named(
+        [](std::string& value) { return value.empty() ? std::string("an empty path names nothing; allowed: a path") : ""; }, "");
     cmd->add_option("--out-dir", o->out_dir,
                     "Batch: write DIR/<input file name> for every input (DIR is created when missing); the paths are then inputs")
         ->check(named);
@@ -323,7 +323,8 @@ void add_apply_command(CLI::App& app) {
         ->check(CLI::IsMember({"png", "jpg", "jpeg", "pgm", "ppm", "pnm"}));
     CLI::Option* jpeg_quality =
         cmd->add_option("--jpeg-quality", o->jpeg_quality,
-                        "JPEG outputs: the quality, 1 (smallest file) to 100 (least loss); baseline, RGB as YCbCr 4:2:0")
+                        "JPEG outputs: the quality, 1 (smallest file) to 100 (least loss); baseline, RGB as YCbCr 4:2:0; "
+                        "refused where no output is a JPEG")
             ->check(CLI::Range(1, 100))
             ->capture_default_str();
     cmd->add_option("--device", o->device,

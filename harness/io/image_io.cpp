@@ -102,8 +102,12 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     return bytes;
 }
 
-// The longest file name `dir`'s file system takes, in bytes (NAME_MAX, 255 on Linux's).
-std::size_t longest_file_name(const fs::path& dir) {
+// The longest file name `dir`'s file system takes, in bytes (NAME_MAX, 255 on Linux's); for a
+// directory not made yet, that of its nearest existing ancestor.
+std::size_t longest_file_name(fs::path dir) {
+    std::error_code ec;
+    dir = fs::absolute(dir, ec).lexically_normal();
+    while (!fs::exists(dir, ec) && dir.has_relative_path()) dir = dir.parent_path();
     const long longest = ::pathconf(dir.c_str(), _PC_NAME_MAX);
     return longest > 0 ? static_cast<std::size_t>(longest) : 255;
 }
@@ -274,15 +278,21 @@ fs::path check_target_directory(const fs::path& path) {
                                 os_reason(errno)),
                     "a path in an existing, writable directory");
     }
-    if (const std::size_t longest = longest_file_name(dir); target_name.size() > longest) {
-        // Found now, not when the temporary file cannot be made (after the whole filtering).
-        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), target_name.size()),
-                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
-    }
+    check_file_name_length(path);
     return dir;
 }
 
 }  // namespace
+
+void check_file_name_length(const fs::path& path) {
+    const std::string name = path.filename().string();
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    if (const std::size_t longest = longest_file_name(dir); name.size() > longest) {
+        // Found now, not when the temporary file cannot be made (after the whole filtering).
+        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), name.size()),
+                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
+    }
+}
 
 void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
     // The place first, as check_writable does; then encode: an unsupported channel count or quality

@@ -54,6 +54,10 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
 // fail before it starts.
 void check_writable(const std::filesystem::path& path, int channels);
 
+// Throws unless `path`'s file name is within the longest its directory's file system takes (for a
+// directory not made yet, its nearest existing ancestor's). check_writable includes this check.
+void check_file_name_length(const std::filesystem::path& path);
+
 // Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto
 // `path`. On any failure the temporary file is removed and klab::Error is thrown.
 void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);

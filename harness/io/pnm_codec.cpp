@@ -50,9 +50,10 @@ public:
     }
 
     // The next decimal number after whitespace and comments; `what` names it in messages. A value
-    // past kHuge, more than any limit allows, is refused as written in the file (not overflowed).
+    // past kHuge, more than any limit allows, is refused as written in the file (not overflowed),
+    // with `allowed` as the values the field takes.
     static constexpr std::int64_t kHuge = std::int64_t{1} << 40;
-    std::int64_t number(const char* what) {
+    std::int64_t number(const char* what, const char* allowed) {
         skip_space_and_comments();
         if (at_end()) {
             throw Error(fmt::format("{}: the PNM file ends where the {} should be", name_, what),
@@ -74,7 +75,7 @@ public:
             const std::string text(reinterpret_cast<const char*>(bytes_.data()) + start, std::min<std::size_t>(digits, 24));
             throw Error(fmt::format("{}: the PNM {} {}{} is too large", name_, what, text,
                                     digits > 24 ? fmt::format("... ({} digits)", digits) : ""),
-                        fmt::format("a {} below 2^40 (images of at most 2^30 pixels)", what));
+                        allowed);
         }
         return value;
     }
@@ -100,9 +101,10 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
         throw Error(fmt::format("{}: the PNM magic {} is followed by {}", name, magic, describe_byte(parser.peek())),
                     "whitespace after P2, P3, P5 or P6");
     }
-    const std::int64_t width = parser.number("width");
-    const std::int64_t height = parser.number("height");
-    const std::int64_t maxval = parser.number("maxval");
+    constexpr const char* kSizeAllowed = "a width and height of at most 2^30 pixels in all";
+    const std::int64_t width = parser.number("width", kSizeAllowed);
+    const std::int64_t height = parser.number("height", kSizeAllowed);
+    const std::int64_t maxval = parser.number("maxval", "maxval 1 to 255");
     validate_size(width, height, name, max_pixels);
     if (maxval > 255 && maxval <= 65535) {
         throw Error(fmt::format("{}: 16-bit PNM samples (maxval {}) are not supported", name, maxval),
@@ -167,7 +169,7 @@ ImageU8 decode_pnm(const std::vector<std::uint8_t>& bytes, const std::string& na
                                         describe_byte(raster.peek()), i),
                             "decimal numbers from 0 to maxval separated by whitespace");
             }
-            const std::uint8_t value = checked_sample(raster.number("sample"), i);
+            const std::uint8_t value = checked_sample(raster.number("sample", "samples from 0 to maxval"), i);
             // A sample ends at whitespace, a comment or the file's end: "3.5" or "8x" is no sample
             // 3 or 8.
             if (!raster.at_end() && !is_pnm_space(raster.peek()) && raster.peek() != '#') {

@@ -125,7 +125,7 @@ def filter(a, spec: str, border: str = "replicate", variant: str = "auto", strea
 
     device = source.device if on_device and source.device >= 0 else -1
     report = _klab.run(image.image_tuple(), output.image_tuple(), spec, where, border, variant, handle, device,
-                       (os.fsdecode(results) if results else ""), bool(verify), threads)
+                       (os.fsencode(results) if results else b""), bool(verify), threads)
     report["input_address"] = source.address
     report["output_address"] = target.address
     return (result, report) if return_report else result
@@ -160,7 +160,7 @@ def choose(a, spec: str, border: str = "replicate", variant: str = "auto", *, la
     source = _arrays.describe(a, "a")
     image = _arrays.as_image(source, "a", layout, "uint8")
     device = source.device if source.device is not None and source.device >= 0 else -1
-    return _klab.choose(image.image_tuple(), spec, border, variant, device, (os.fsdecode(results) if results else ""))
+    return _klab.choose(image.image_tuple(), spec, border, variant, device, (os.fsencode(results) if results else b""))
 
 
 def variants() -> list:
@@ -173,16 +173,16 @@ def devices() -> list:
     return _klab.devices()
 
 
-def read_image(path: str):
+def read_image(path: str | bytes | os.PathLike):
     """A PNG, JPEG or PGM/PPM file as a uint8 NumPy array: (H, W) gray, (H, W, C) otherwise."""
-    return _klab.read_image(os.fsdecode(path))
+    return _klab.read_image(os.fsencode(path))
 
 
-def write_image(path: str, a, jpeg_quality: int = None) -> None:
+def write_image(path: str | bytes | os.PathLike, a, jpeg_quality: int | None = None) -> None:
     """Writes a uint8 host array ((H, W) or (H, W, C)) to PNG, JPEG or PGM/PPM, by the extension
     (a .pgm name takes gray only). jpeg_quality: a .jpg or .jpeg file's quality, an int from 1 to
     100 (None: 95); given for another format, where it would change nothing, it is refused."""
-    quality = 95
+    quality = _klab.default_jpeg_quality()
     if jpeg_quality is not None:
         allowed = "an int from 1 to 100, for a .jpg or .jpeg path"
         if not isinstance(jpeg_quality, numbers.Integral) or isinstance(jpeg_quality, bool):  # NumPy's integers too
@@ -196,4 +196,4 @@ def write_image(path: str, a, jpeg_quality: int = None) -> None:
     image = _arrays.as_image(_arrays.describe(a, "a"), "a", "hwc", "uint8")
     if image.array.device is not None:
         raise ValueError(f"a is in {image.array.where}; allowed: a host (NumPy) array")
-    _klab.write_image(os.fsdecode(path), image.image_tuple(), quality)
+    _klab.write_image(os.fsencode(path), image.image_tuple(), quality)

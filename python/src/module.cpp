@@ -170,9 +170,12 @@ nb::tuple array_info(nb::handle array) {
                           a.device_id());
 }
 
+// A path as Python's os.fsencode gives it: the file system's bytes, which need not be UTF-8.
+std::string path_of(const nb::bytes& path) { return std::string(path.c_str(), path.size()); }
+
 // An image file as a NumPy array: (H, W) for gray, (H, W, C) otherwise; it owns klab's image.
-nb::object read_image(const std::string& path) {
-    auto image = std::make_unique<klab::ImageU8>(klab::io::read_image(path));
+nb::object read_image(const nb::bytes& path) {
+    auto image = std::make_unique<klab::ImageU8>(klab::io::read_image(path_of(path)));
     const std::size_t height = static_cast<std::size_t>(image->height());
     const std::size_t width = static_cast<std::size_t>(image->width());
     const std::size_t channels = static_cast<std::size_t>(image->channels());
@@ -244,18 +247,19 @@ NB_MODULE(_klab, m) {
         return nb::make_tuple(spec.mask->height(), spec.mask->width(), spec.mask->coefficients());
     });
     m.def("read_image", &read_image);
-    m.def("write_image", [](const std::string& path, const ImageTuple& image, int jpeg_quality) {
-        klab::io::write_image(path, host_copy(image_arg(image)), klab::io::WriteOptions{jpeg_quality});
+    m.def("default_jpeg_quality", [] { return klab::io::WriteOptions{}.jpeg_quality; });
+    m.def("write_image", [](const nb::bytes& path, const ImageTuple& image, int jpeg_quality) {
+        klab::io::write_image(path_of(path), host_copy(image_arg(image)), klab::io::WriteOptions{jpeg_quality});
     });
     m.def("wait_for", [](std::uintptr_t waiting, std::uintptr_t producer) {
         klab::interop::wait_for(reinterpret_cast<cudaStream_t>(waiting), reinterpret_cast<cudaStream_t>(producer));
     });
     m.def("run", [](const ImageTuple& input, const ImageTuple& output, const std::string& filter, const std::string& where,
                     const std::string& border, const std::string& variant, std::uintptr_t stream, int device,
-                    const std::string& results, bool verify, int threads) {
+                    const nb::bytes& results, bool verify, int threads) {
         const ImageArg in = image_arg(input);
         const ImageArg out = image_arg(output);
-        const klab::FilterOptions options = options_of(border, variant, stream, device, results, verify, threads);
+        const klab::FilterOptions options = options_of(border, variant, stream, device, path_of(results), verify, threads);
         klab::FilterReport report;
         {
             const nb::gil_scoped_release unlocked;
@@ -264,8 +268,8 @@ NB_MODULE(_klab, m) {
         return report_dict(report);
     });
     m.def("choose", [](const ImageTuple& input, const std::string& filter, const std::string& border, const std::string& variant,
-                       int device, const std::string& results) {
-        const klab::FilterOptions options = options_of(border, variant, 0, device, results, false, 0);
+                       int device, const nb::bytes& results) {
+        const klab::FilterOptions options = options_of(border, variant, 0, device, path_of(results), false, 0);
         klab::FilterReport report;
         {
             const nb::gil_scoped_release unlocked;

@@ -48,10 +48,17 @@ def test_read_and_write_image_round_trip(tmp_path):
         b = klab.read_image(tmp_path / "a.png")
         assert b.shape == a.shape and b.dtype == np.uint8
         assert np.array_equal(a, b)
-    # Paths as str, bytes and os.PathLike alike.
+    # Paths as str, bytes and os.PathLike alike, a name that is not UTF-8 too (bytes, or a str with
+    # the file system's escapes).
     klab.write_image(os.fsencode(tmp_path / "b.png"), a)
     assert np.array_equal(klab.read_image(os.fsencode(tmp_path / "b.png")), a)
     assert np.array_equal(klab.read_image(str(tmp_path / "b.png")), a)
+    odd = os.fsencode(tmp_path) + b"/c_\xff.png"
+    klab.write_image(odd, a)
+    assert np.array_equal(klab.read_image(odd), a)
+    assert np.array_equal(klab.read_image(os.fsdecode(odd)), a)
+    with pytest.raises(TypeError):
+        klab.read_image(7)
 
 
 def test_write_image_takes_a_jpeg_quality(tmp_path):

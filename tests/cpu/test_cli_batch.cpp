@@ -2,6 +2,7 @@
 // --list FILE) writes what single-file runs write, reports bad files and still writes the others,
 // and refuses what it cannot do before any work; and the GPU pipeline options are checked.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -239,6 +240,10 @@ TEST_F(Cli, ApplyWritesJpegAtTheQualityAsked) {
                                                               "--jpeg-quality");
     expect_failure("apply --filter box:3 --jpeg-quality 80 " + input + " " + (dir / "bad.png").string(),
                    "--jpeg-quality 80: OUT '" + (dir / "bad.png").string() + "' is not a JPEG, so it would change nothing");
+    // OUT's own errors come first: they say more.
+    expect_failure("apply --filter box:3 --jpeg-quality 80 " + input + " " + (dir / "bad.bmp").string(),
+                   "has the unknown image file extension '.bmp'");
+    expect_failure("apply --filter box:3 --jpeg-quality 80 " + input + " " + dir.string(), "it is an existing directory");
     expect_failure("apply --filter box:3 --jpeg-quality 80 --out-dir " + (dir / "pngs").string() + " " + input,
                    "--jpeg-quality 80: none of the batch's 1 output is a JPEG");
     EXPECT_FALSE(fs::exists(dir / "bad.jpg"));
@@ -251,12 +256,35 @@ TEST_F(Cli, ApplyNeverReplacesItsInput) {
     const fs::path link = dir / "link.png";
     fs::create_symlink(input, link);
     const std::string same_file = "is IN '";
-    for (const std::string& out : {input, (fs::path(input).parent_path() / "." / "in.png").string(), link.string()}) {
-        expect_failure("apply --filter box:3 " + input + " " + out, same_file);
-        expect_failure("apply --filter box:3 " + out + " " + input, same_file);
+    // The same path however it is written, and IN a link to OUT's path.
+    for (const std::string& in : {input, (fs::path(input).parent_path() / "." / "in.png").string(), link.string()}) {
+        expect_failure("apply --filter box:3 " + in + " " + input, same_file);
     }
-    EXPECT_EQ(file_bytes(input), original);
+    expect_failure("apply --filter box:3 " + input + " " + (fs::path(input).parent_path() / "." / "in.png").string(), same_file);
+    EXPECT_TRUE(file_bytes(input) == original);
     EXPECT_TRUE(fs::is_symlink(link));
+    // OUT a hard link to IN, or a symbolic link to it: the write replaces OUT's own entry, IN's file
+    // stays as it was. A batch agrees.
+    const fs::path hard = dir / "hard.png";
+    fs::create_hard_link(input, hard);
+    for (const fs::path& out : {hard, link}) {
+        const Result r = klab_cli("apply --filter box:3 " + input + " " + out.string());
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        EXPECT_FALSE(fs::is_symlink(out));
+        EXPECT_TRUE(file_bytes(out) != original);
+        EXPECT_TRUE(file_bytes(input) == original) << out;
+    }
+    fs::create_directories(dir / "src");
+    fs::copy_file(input, dir / "src" / "a.png");
+    fs::create_directories(dir / "dst");
+    fs::create_hard_link(dir / "src" / "a.png", dir / "dst" / "a.png");
+    const Result batch = klab_cli("apply --filter box:3 --out-dir " + (dir / "dst").string() + " " + (dir / "src" / "a.png").string());
+    ASSERT_EQ(batch.exit_code, 0) << batch.output;
+    EXPECT_TRUE(file_bytes(dir / "src" / "a.png") == original);
+    // A batch refuses the same cases as one file: its input through a link to its folder.
+    fs::create_directory_symlink(dir / "src", dir / "src-link");
+    expect_failure("apply --filter box:3 --out-dir " + (dir / "src-link").string() + " " + (dir / "src" / "a.png").string(),
+                   "would replace the input itself");
 }
 
 TEST_F(Cli, ApplyRefusesOptionsThatWouldDoNothingAndNamesAMissingInput) {
@@ -269,6 +297,13 @@ TEST_F(Cli, ApplyRefusesOptionsThatWouldDoNothingAndNamesAMissingInput) {
     // A missing input whose name has no image extension: its absence is named, not the extension.
     expect_failure("apply --filter box:3 --out-dir " + (dir / "o").string() + " " + (dir / "no-such-file").string(),
                    "input '" + (dir / "no-such-file").string() + "' does not exist");
+    // An output name longer than the file system takes (--format jpeg adds a byte): refused before
+    // --out-dir is made, not on its turn.
+    const auto longest = static_cast<std::size_t>(::pathconf(dir.c_str(), _PC_NAME_MAX));
+    const fs::path long_input = dir / (std::string(longest - 4, 'n') + ".png");
+    fs::copy_file(input, long_input);
+    expect_failure("apply --filter box:3 --format jpeg --out-dir " + (dir / "o").string() + " " + input + " " + long_input.string(),
+                   fmt::format("bytes long; allowed: a file name of at most {} bytes", longest));
     EXPECT_FALSE(fs::exists(out));
     EXPECT_FALSE(fs::exists(dir / "o"));
 }

@@ -163,10 +163,12 @@ TEST_F(IoMalformed, PnmHeaderClaimingAMillionByAMillion) {
     // Numbers too long for any integer type are refused as the file writes them, not wrapped into a
     // small size.
     expect_read_fails("overflow.pgm", text_bytes("P5\n18446744073709551617 1\n255\n\x01"),
-                      "overflow.pgm: the PNM width 18446744073709551617 is too large; allowed: a width below 2^40 (images of "
-                      "at most 2^30 pixels)");
+                      "overflow.pgm: the PNM width 18446744073709551617 is too large; allowed: a width and height of at "
+                      "most 2^30 pixels in all");
     expect_read_fails("long.pgm", text_bytes("P5\n1 " + std::string(40, '9') + "\n255\n\x01"),
                       "long.pgm: the PNM height 999999999999999999999999... (40 digits) is too large");
+    expect_read_fails("maxval.pgm", text_bytes("P5\n1 1\n99999999999999\n\x01"),
+                      "the PNM maxval 99999999999999 is too large; allowed: maxval 1 to 255");
 }
 
 TEST_F(IoMalformed, PnmWithSixteenBitMaxval) {

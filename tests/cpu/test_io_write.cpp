@@ -3,6 +3,7 @@
 // file) behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -152,18 +153,20 @@ TEST_F(IoWrite, ADirectoryWithoutAnImageExtensionIsNamedAsADirectory) {
 }
 
 TEST_F(IoWrite, ANameNearTheFileSystemsLimitIsWrittenALongerOneRefusedBeforeAnyWork) {
-    // Linux's file systems take names of up to 255 bytes. The temporary file's name adds 12 bytes to
-    // what it keeps of the target's, so it keeps less where the target's is long.
-    const std::string near_limit = std::string(251, 'n') + ".png";
+    // The temporary file's name adds 12 bytes to what it keeps of the target's, so it keeps less
+    // where the target's is long.
+    const auto longest = static_cast<std::size_t>(::pathconf(dir_.c_str(), _PC_NAME_MAX));  // 255 on Linux's
+    ASSERT_GT(longest, 16u);
+    const std::string near_limit = std::string(longest - 4, 'n') + ".png";
     const ImageU8 image = test::random_image({3, 2, 3}, 5);
     io::check_writable(dir_ / near_limit, 3);
     io::write_image(dir_ / near_limit, image);
     EXPECT_TRUE(same_pixels(io::read_image(dir_ / near_limit), image));
     EXPECT_EQ(entries(dir_), std::vector<std::string>{near_limit});
-    const std::string too_long = std::string(252, 'n') + ".png";
-    const std::string expected = fmt::format("cannot write '{}': its file name is 256 bytes long; allowed: a file name of at "
-                                             "most 255 bytes (the file system's limit)",
-                                             (dir_ / too_long).string());
+    const std::string too_long = std::string(longest - 3, 'n') + ".png";
+    const std::string expected = fmt::format("cannot write '{}': its file name is {} bytes long; allowed: a file name of at "
+                                             "most {} bytes (the file system's limit)",
+                                             (dir_ / too_long).string(), longest + 1, longest);
     expect_contains(error_message([&] { io::check_writable(dir_ / too_long, 3); }), expected);
     expect_contains(error_message([&] { io::write_image(dir_ / too_long, image); }), expected);
     EXPECT_EQ(entries(dir_), std::vector<std::string>{near_limit});
