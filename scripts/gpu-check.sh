@@ -44,7 +44,7 @@ fi
   echo "  conformance           : ${conformance_passed:-?} of ${conformance_cases:-?} cases (variant x problem) ran and passed; per variant:"
   grep -E 'gpu\.conformance\.' "$OUT/ctest.log" 2>/dev/null | sed 's/^ */    /' 
   echo "compute-sanitizer       : $(status $sanitize)"
-  grep -E 'sanitize\.[a-z]+ .*(Passed|Failed|\*\*\*)' "$OUT/sanitize.log" 2>/dev/null | sed 's/^/  /'
+  grep -E 'sanitize\.[a-z0-9.]+ .*(Passed|Failed|\*\*\*)' "$OUT/sanitize.log" 2>/dev/null | sed 's/^/  /'
   grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize.log" 2>/dev/null | sort | uniq -c | sed 's/^/  /'
 } | tee "$OUT/summary.txt"
 [[ $build -eq 0 && $tests -eq 0 && $sanitize -eq 0 && $info -eq 0 ]]
