@@ -124,7 +124,8 @@ public:
         std::uniform_int_distribution<std::uint32_t> six_hex_digits(0, 0xFFFFFF);
         // A target name within a byte or a dozen of the longest allowed still gets a temporary file:
         // its name keeps as much of the target's as fits.
-        const std::size_t kept = longest_file_name(dir) - std::min(longest_file_name(dir), kTempNameExtra);
+        const std::size_t longest = longest_file_name(dir);
+        const std::size_t kept = longest - std::min(longest, kTempNameExtra);
         const std::string stem = target_name.substr(0, kept);
         int error_number = 0;
         for (int attempt = 0; attempt < 100; ++attempt) {
@@ -302,7 +303,6 @@ void write_image(const fs::path& path, const ImageU8& image, const WriteOptions&
     const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
     write_file_atomically(path, bytes);
 }
-
 
 void check_writable(const fs::path& path, int channels) {
     // The place first: a directory named as OUT is one, whatever its name's extension says.
