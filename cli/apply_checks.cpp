@@ -91,7 +91,7 @@ void check_jpeg_quality_option(const ApplyOptions& o, const std::vector<std::fil
     };
     if (std::any_of(outputs.begin(), outputs.end(), is_jpeg)) return;
     const std::string what = o.out_dir.empty()
-                                 ? fmt::format("OUT '{}' is not a JPEG", outputs.empty() ? "" : printable(outputs.front().string()))
+                                 ? fmt::format("OUT '{}' is not a JPEG", printable(outputs.front().string()))
                                  : fmt::format("none of the batch's {} output{} is a JPEG", outputs.size(), outputs.size() == 1 ? "" : "s");
     throw Error(fmt::format("--jpeg-quality {}: {}, so it would change nothing", o.jpeg_quality, what),
                 o.out_dir.empty() ? "--jpeg-quality with a .jpg or .jpeg OUT"

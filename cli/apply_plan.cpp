@@ -20,17 +20,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower(std::string text) {
-    for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return text;
-}
-
 constexpr const char* kListAllowed = "a text file with one image path (or directory) per line, '#' comment lines";
 
+// A directory's image files are those named as klab writes images (kBatchExtensions): each one's
+// output keeps its name.
 bool has_image_extension(const fs::path& path) {
-    const std::string extension = lower(path.extension().string());
-    return extension == ".png" || extension == ".jpg" || extension == ".jpeg" || extension == ".pgm" || extension == ".ppm" ||
-           extension == ".pnm";
+    try {
+        (void)io::format_from_extension(path);
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
 }
 
 // A directory's images, sorted, not recursive: regular files (through links), and broken links,

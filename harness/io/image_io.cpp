@@ -283,40 +283,9 @@ fs::path check_target_directory(const fs::path& path) {
     return dir;
 }
 
-}  // namespace
-
-void check_file_name_length(const fs::path& path) {
-    const std::string name = path.filename().string();
-    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    if (const std::size_t longest = longest_file_name(dir); name.size() > longest) {
-        // Found now, not when the temporary file cannot be made (after the whole filtering).
-        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), name.size()),
-                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
-    }
-}
-
-void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
-    // The place first, as check_writable does; then encode: an unsupported channel count or quality
-    // fails before the disk is touched.
-    (void)check_target_directory(path);
-    check_pgm_is_gray(path, image.channels());
-    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
-    write_file_atomically(path, bytes);
-}
-
-void check_writable(const fs::path& path, int channels) {
-    // The place first: a directory named as OUT is one, whatever its name's extension says.
-    (void)check_target_directory(path);
-    // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
-    check_pgm_is_gray(path, channels);
-    (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
-}
-
-void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
-    const std::string target_name = path.filename().string();
-    const fs::path dir = check_target_directory(path);
-
-    TempFile temp(dir, target_name, path);
+// write_file_atomically into `dir`, the directory check_target_directory(path) returned.
+void write_atomically_into(const fs::path& path, const fs::path& dir, const std::vector<std::uint8_t>& bytes) {
+    TempFile temp(dir, path.filename().string(), path);
     const auto fail = [&](const std::string& what, int error_number) {
         // `temp` removes the temporary file as the exception leaves this function.
         return Error(fmt::format("cannot write '{}': {} '{}' failed: {}", path.string(), what, temp.path().string(),
@@ -343,6 +312,39 @@ void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>
                                 temp.path().string(), ec.message()));
     }
     temp.release();
+}
+
+}  // namespace
+
+void check_file_name_length(const fs::path& path) {
+    const std::string name = path.filename().string();
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    if (const std::size_t longest = longest_file_name(dir); name.size() > longest) {
+        // Found now, not when the temporary file cannot be made (after the whole filtering).
+        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), name.size()),
+                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
+    }
+}
+
+void write_image(const fs::path& path, const ImageU8& image, const WriteOptions& options) {
+    // The place first, as check_writable does; then encode: an unsupported channel count or quality
+    // fails before the disk is touched.
+    const fs::path dir = check_target_directory(path);
+    check_pgm_is_gray(path, image.channels());
+    const std::vector<std::uint8_t> bytes = encode_image(image, format_from_extension(path), path.string(), options);
+    write_atomically_into(path, dir, bytes);
+}
+
+void check_writable(const fs::path& path, int channels) {
+    // The place first: a directory named as OUT is one, whatever its name's extension says.
+    (void)check_target_directory(path);
+    // Encoding a 1x1 image of the same channel count raises exactly the error the real write would.
+    check_pgm_is_gray(path, channels);
+    (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
+}
+
+void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+    write_atomically_into(path, check_target_directory(path), bytes);
 }
 
 }  // namespace klab::io
