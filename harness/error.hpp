@@ -16,6 +16,19 @@ public:
         : std::runtime_error(allowed.empty() ? problem : problem + "; allowed: " + allowed) {}
 };
 
+// An Error that the file system reported (a file not found, a directory not writable, a disk full):
+// it keeps the errno, so that a caller can tell "not found" from "not allowed" without reading the
+// message (the Python binding raises the matching OSError subclass, e.g. FileNotFoundError).
+class FileSystemError : public Error {
+public:
+    FileSystemError(int error_number, const std::string& problem, const std::string& allowed = {})
+        : Error(problem, allowed), error_number_(error_number) {}
+    int error_number() const noexcept { return error_number_; }
+
+private:
+    int error_number_;
+};
+
 // Text read from a file or typed by a user, as a message quotes it: control characters (a NUL,
 // a line break, a terminal escape) written as \xHH, so that the message stays one whole line.
 inline std::string printable(std::string_view text) {

@@ -74,7 +74,8 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int error_number = errno;  // saved before anything else can change it
-        throw Error(fmt::format("cannot open {} for reading: {}", name, os_reason(error_number)), allowed);
+        throw FileSystemError(error_number,
+                              fmt::format("cannot open {} for reading: {}", name, os_reason(error_number)), allowed);
     }
     const ReadOnlyFile file{fd};
     std::vector<std::uint8_t> bytes;
@@ -94,7 +95,8 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
         if (n < 0) {
             if (errno == EINTR) continue;
             const int error_number = errno;
-            throw Error(fmt::format("cannot read {}: {}", name, os_reason(error_number)), allowed);
+            throw FileSystemError(error_number, fmt::format("cannot read {}: {}", name, os_reason(error_number)),
+                                  allowed);
         }
         if (bytes.size() + static_cast<std::size_t>(n) > limit) throw too_large(name, limit, allowed);
         bytes.insert(bytes.end(), chunk, chunk + n);
@@ -139,9 +141,10 @@ public:
             registration_.reset();  // not our file
             if (error_number != EEXIST) break;
         }
-        throw Error(fmt::format("cannot write '{}': cannot create a temporary file in '{}': {}", target.string(),
-                                dir.string(), os_reason(error_number)),
-                    "a path in an existing, writable directory");
+        throw FileSystemError(error_number,
+                              fmt::format("cannot write '{}': cannot create a temporary file in '{}': {}",
+                                          target.string(), dir.string(), os_reason(error_number)),
+                              "a path in an existing, writable directory");
     }
     TempFile(const TempFile&) = delete;
     TempFile& operator=(const TempFile&) = delete;
@@ -227,7 +230,7 @@ std::string read_all(std::istream& in, const fs::path& path, std::uintmax_t max_
     // A directory opens as a stream on Linux and fails at its first read: say what it is instead.
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
-    if (!ec && fs::is_directory(status)) throw Error(fmt::format("{} is a directory", name), allowed);
+    if (!ec && fs::is_directory(status)) throw FileSystemError(EISDIR, fmt::format("{} is a directory", name), allowed);
     if (!ec && fs::is_regular_file(status)) {
         const std::uintmax_t size = fs::file_size(path, ec);
         if (!ec && size > max_bytes) throw too_large(name, max_bytes, allowed, size);
@@ -257,27 +260,34 @@ fs::path check_target_directory(const fs::path& path) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
         // Found now, not at the final rename (after the whole filtering).
-        throw Error(fmt::format("cannot write '{}': it is an existing directory", path.string()), "a file path, not a directory");
+        throw FileSystemError(EISDIR, fmt::format("cannot write '{}': it is an existing directory", path.string()),
+                              "a file path, not a directory");
     }
     const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     const fs::file_status dir_status = fs::status(dir, ec);
     if (dir_status.type() == fs::file_type::not_found) {
-        throw Error(fmt::format("cannot write '{}': directory '{}' does not exist", path.string(), dir.string()),
-                    "a path in an existing, writable directory");
+        throw FileSystemError(ENOENT,
+                              fmt::format("cannot write '{}': directory '{}' does not exist", path.string(),
+                                          dir.string()),
+                              "a path in an existing, writable directory");
     }
     if (ec) {
-        throw Error(fmt::format("cannot write '{}': cannot access directory '{}': {}", path.string(), dir.string(),
-                                ec.message()),
-                    "a path in an existing, writable directory");
+        throw FileSystemError(ec.value(),
+                              fmt::format("cannot write '{}': cannot access directory '{}': {}", path.string(),
+                                          dir.string(), ec.message()),
+                              "a path in an existing, writable directory");
     }
     if (!fs::is_directory(dir_status)) {
-        throw Error(fmt::format("cannot write '{}': '{}' is not a directory", path.string(), dir.string()),
-                    "a path in an existing, writable directory");
+        throw FileSystemError(ENOTDIR,
+                              fmt::format("cannot write '{}': '{}' is not a directory", path.string(), dir.string()),
+                              "a path in an existing, writable directory");
     }
     if (::access(dir.c_str(), W_OK) != 0) {
-        throw Error(fmt::format("cannot write '{}': directory '{}' is not writable: {}", path.string(), dir.string(),
-                                os_reason(errno)),
-                    "a path in an existing, writable directory");
+        const int error_number = errno;
+        throw FileSystemError(error_number,
+                              fmt::format("cannot write '{}': directory '{}' is not writable: {}", path.string(),
+                                          dir.string(), os_reason(error_number)),
+                              "a path in an existing, writable directory");
     }
     check_file_name_length(path);
     return dir;
@@ -288,8 +298,8 @@ void write_atomically_into(const fs::path& path, const fs::path& dir, const std:
     TempFile temp(dir, path.filename().string(), path);
     const auto fail = [&](const std::string& what, int error_number) {
         // `temp` removes the temporary file as the exception leaves this function.
-        return Error(fmt::format("cannot write '{}': {} '{}' failed: {}", path.string(), what, temp.path().string(),
-                                 os_reason(error_number)));
+        return FileSystemError(error_number, fmt::format("cannot write '{}': {} '{}' failed: {}", path.string(), what,
+                                                         temp.path().string(), os_reason(error_number)));
     };
     std::size_t written = 0;
     while (written < bytes.size()) {
@@ -308,8 +318,9 @@ void write_atomically_into(const fs::path& path, const fs::path& dir, const std:
     std::error_code ec;
     fs::rename(temp.path(), path, ec);
     if (ec) {
-        throw Error(fmt::format("cannot write '{}': renaming the temporary file '{}' onto it failed: {}", path.string(),
-                                temp.path().string(), ec.message()));
+        throw FileSystemError(ec.value(),
+                              fmt::format("cannot write '{}': renaming the temporary file '{}' onto it failed: {}",
+                                          path.string(), temp.path().string(), ec.message()));
     }
     temp.release();
 }
@@ -321,8 +332,10 @@ void check_file_name_length(const fs::path& path) {
     const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
     if (const std::size_t longest = longest_file_name(dir); name.size() > longest) {
         // Found now, not when the temporary file cannot be made (after the whole filtering).
-        throw Error(fmt::format("cannot write '{}': its file name is {} bytes long", path.string(), name.size()),
-                    fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
+        throw FileSystemError(ENAMETOOLONG,
+                              fmt::format("cannot write '{}': its file name is {} bytes long", path.string(),
+                                          name.size()),
+                              fmt::format("a file name of at most {} bytes (the file system's limit)", longest));
     }
 }
 

@@ -174,14 +174,18 @@ def devices() -> list:
 
 
 def read_image(path: str | bytes | os.PathLike):
-    """A PNG, JPEG or PGM/PPM file as a uint8 NumPy array: (H, W) gray, (H, W, C) otherwise."""
+    """A PNG, JPEG or PGM/PPM file as a uint8 NumPy array: (H, W) gray, (H, W, C) otherwise.
+    Raises the OSError subclass of the file system's error (FileNotFoundError, PermissionError, ...)
+    where the file cannot be read, ValueError where it is not an image klab reads."""
     return _klab.read_image(os.fsencode(path))
 
 
 def write_image(path: str | bytes | os.PathLike, a, jpeg_quality: int | None = None) -> None:
     """Writes a uint8 host array ((H, W) or (H, W, C)) to PNG, JPEG or PGM/PPM, by the extension
     (a .pgm name takes gray only). jpeg_quality: a .jpg or .jpeg file's quality, an int from 1 to
-    100 (None: 95); given for another format, where it would change nothing, it is refused."""
+    100 (None: 95); given for another format, where it would change nothing, it is refused.
+    Raises the OSError subclass of the file system's error where the file cannot be written (its
+    directory missing or not writable, ...); the file is replaced whole or not at all."""
     quality = _klab.default_jpeg_quality()
     if jpeg_quality is not None:
         allowed = "an int from 1 to 100, for a .jpg or .jpeg path"

@@ -5,8 +5,9 @@
 // (device memory, shapes, overlap) before anything runs. DLPack capsules are read with nanobind.
 //
 // Errors: klab::VerificationFailed becomes klab.VerificationError (a RuntimeError), CUDA errors
-// RuntimeError, every other klab::Error (bad input: a filter spec, a border, a variant, a buffer)
-// ValueError. The GIL is released while klab works.
+// RuntimeError, a file system's error (klab::FileSystemError: a file not found, a directory not
+// writable) the OSError subclass of its errno, every other klab::Error (bad input: a filter spec, a
+// border, a variant, a buffer, a file that is not an image) ValueError. The GIL is released while klab works.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "api/interop.hpp"
 #include "harness/device_info.hpp"
+#include "harness/error.hpp"
 #include "harness/filter_spec.hpp"
 #include "harness/io/image_io.hpp"
 #include "klab/klab.hpp"
@@ -217,6 +219,14 @@ NB_MODULE(_klab, m) {
             std::rethrow_exception(p);
         } catch (const klab::VerificationFailed& e) {
             PyErr_SetString(verification_error, e.what());
+        } catch (const klab::FileSystemError& e) {
+            // OSError(errno, text) is built as the subclass its errno names (FileNotFoundError,
+            // PermissionError, IsADirectoryError, ...), with e.errno set.
+            PyObject* const arguments = Py_BuildValue("(is)", e.error_number(), e.what());
+            if (arguments != nullptr) {
+                PyErr_SetObject(PyExc_OSError, arguments);
+                Py_DECREF(arguments);
+            }
         } catch (const klab::Error& e) {
             // CUDA failures (harness/cuda_check.cpp) are the machine's, not the caller's input.
             const bool cuda = std::strncmp(e.what(), "CUDA error", 10) == 0;

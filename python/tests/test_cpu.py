@@ -1,7 +1,8 @@
 """The klab package without a GPU: the module imports and holds every kernel, the CPU path equals
 `klab apply --backend cpu` byte for byte, and bad input raises TypeError or ValueError saying what
-was wrong and what is allowed."""
+was wrong and what is allowed (a file the file system refuses: the OSError of its errno)."""
 
+import errno
 import importlib.metadata
 import os
 import re
@@ -76,6 +77,23 @@ def test_write_image_takes_a_jpeg_quality(tmp_path):
     with pytest.raises(ValueError, match="not a JPEG name, so it would change nothing"):
         klab.write_image(tmp_path / "bad.png", a, jpeg_quality=80)
     assert not (tmp_path / "bad.jpg").exists() and not (tmp_path / "bad.png").exists()
+
+
+def test_file_system_errors_are_oserrors(tmp_path):
+    # The subclass of the errno, as open() raises them, so that `except FileNotFoundError` works.
+    with pytest.raises(FileNotFoundError, match="cannot open '.*missing.png' for reading") as missing:
+        klab.read_image(tmp_path / "missing.png")
+    assert missing.value.errno == errno.ENOENT
+    with pytest.raises(IsADirectoryError):
+        klab.read_image(tmp_path)
+    with pytest.raises(FileNotFoundError, match="directory '.*no-such-dir' does not exist"):
+        klab.write_image(tmp_path / "no-such-dir" / "a.png", image())
+    with pytest.raises(IsADirectoryError, match="it is an existing directory"):
+        klab.write_image(tmp_path, image())
+    # Not an image: the file was read, its contents are wrong.
+    (tmp_path / "text.png").write_text("not an image")
+    with pytest.raises(ValueError, match="unknown image format"):
+        klab.read_image(tmp_path / "text.png")
 
 
 CASES = [

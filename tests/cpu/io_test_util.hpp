@@ -60,6 +60,21 @@ inline std::string error_message(const std::function<void()>& action) {
     return {};
 }
 
+// The errno that `action`'s klab::FileSystemError keeps; 0 (and a test failure) if it throws
+// another klab::Error or nothing.
+inline int file_system_errno(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const FileSystemError& e) {
+        return e.error_number();
+    } catch (const Error& e) {
+        ADD_FAILURE() << "expected a klab::FileSystemError, got a klab::Error: " << e.what();
+        return 0;
+    }
+    ADD_FAILURE() << "expected a klab::FileSystemError, nothing was thrown";
+    return 0;
+}
+
 inline void expect_contains(const std::string& message, const std::string& fragment) {
     EXPECT_NE(message.find(fragment), std::string::npos)
         << "message \"" << message << "\" lacks \"" << fragment << "\"";

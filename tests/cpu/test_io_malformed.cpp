@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -217,6 +219,21 @@ TEST_F(IoMalformed, NonexistentInput) {
     const std::string message = error_message([&] { io::read_image(missing); });
     expect_contains(message, fmt::format("cannot open '{}' for reading: No such file or directory", missing.string()));
     EXPECT_TRUE(entries(dir_).empty());
+}
+
+TEST_F(IoMalformed, WhatTheFileSystemRefusesKeepsItsErrnoWhatTheContentsBreakIsAPlainError) {
+    // The Python binding raises the OSError subclass of that errno (FileNotFoundError, ...).
+    EXPECT_EQ(file_system_errno([&] { io::read_image(dir_ / "missing.png"); }), ENOENT);
+    EXPECT_EQ(file_system_errno([&] { io::read_image(dir_); }), EISDIR);
+    write_bytes(dir_ / "text.png", text_bytes("not an image"));
+    try {
+        io::read_image(dir_ / "text.png");
+        ADD_FAILURE() << "a text file was read as an image";
+    } catch (const FileSystemError& e) {
+        ADD_FAILURE() << "the file was read; its contents are not the file system's error: " << e.what();
+    } catch (const Error& e) {
+        expect_contains(e.what(), "unknown image format");
+    }
 }
 
 TEST_F(IoMalformed, AsciiSamplesMayEndAtACommentOrTheFilesEnd) {

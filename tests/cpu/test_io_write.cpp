@@ -3,6 +3,8 @@
 // file) behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 #include <unistd.h>
 
 #include <string>
@@ -28,6 +30,17 @@ TEST_F(IoWrite, IntoADirectoryThatDoesNotExist) {
                                          output.string(), missing_dir.string()));
     EXPECT_FALSE(fs::exists(missing_dir));
     EXPECT_TRUE(entries(dir_).empty()) << "a temporary file was left";
+}
+
+TEST_F(IoWrite, WhatTheFileSystemRefusesKeepsItsErrno) {
+    const ImageU8 image = test::random_image({4, 4, 3}, 1);
+    EXPECT_EQ(file_system_errno([&] { io::write_image(dir_ / "no-such-dir" / "out.png", image); }), ENOENT);
+    fs::create_directory(dir_ / "taken.png");
+    EXPECT_EQ(file_system_errno([&] { io::write_image(dir_ / "taken.png", image); }), EISDIR);
+    write_bytes(dir_ / "file", text_bytes("x"));
+    EXPECT_EQ(file_system_errno([&] { io::write_image(dir_ / "file" / "out.png", image); }), ENOTDIR);
+    const fs::path too_long = dir_ / (std::string(300, 'n') + ".png");
+    EXPECT_EQ(file_system_errno([&] { io::check_writable(too_long, 3); }), ENAMETOOLONG);
 }
 
 TEST_F(IoWrite, UnderAPathWhoseParentIsAFile) {
