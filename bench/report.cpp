@@ -137,6 +137,11 @@ ReportResult write_report(const ReportRequest& request) {
     std::vector<std::string> names = {result.plot_data.filename().string(), result.report.filename().string()};
     for (const nlohmann::json& plot : data["plots"]) names.push_back(plot["file"].get<std::string>());
     for (const std::string& name : names) {
+        if (io::output_replaces_input(request.bench_json, out_dir / name)) {
+            throw Error(fmt::format("cannot write {}: it is the bench file read, {}", (out_dir / name).string(),
+                                    request.bench_json.string()),
+                        "a bench file named other than report.md, plot-data.json and the plots' PNGs, or --out DIR elsewhere");
+        }
         if (fs::is_directory(out_dir / name, ec)) {
             throw Error(fmt::format("cannot write {}: it is an existing directory", (out_dir / name).string()),
                         "a report folder (--out DIR) whose report.md, plot-data.json and PNG names are files or free");

@@ -31,12 +31,6 @@ inline constexpr const char* kBatchExtensions = ".png .jpg .jpeg .pgm .ppm .pnm"
 // `list_file` and the line for a NUL byte.
 std::vector<std::string> parse_input_list(std::string_view text, const std::string& list_file);
 
-// True where writing `output` would replace `input`: the same path however it is named (./, ..,
-// links in the folders), or `input` a link to `output`'s path. Not for a hard link, nor an `output`
-// that is a link to `input`: the write renames a new file onto `output`'s own directory entry and
-// leaves the input's file as it was. klab apply refuses the first for one file and for a batch.
-bool output_replaces_input(const std::filesystem::path& input, const std::filesystem::path& output);
-
 // Everything that can be checked before any work, in this order: the inputs (a directory gives its
 // images, sorted by name, not recursively; a directory without any is an error; a path that is not
 // a directory is taken as a file, and one that cannot be read fails on its own later, unless its

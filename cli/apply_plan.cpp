@@ -70,19 +70,6 @@ std::vector<std::string> read_list(const std::string& list_file) {
     return parse_input_list(io::read_all(in, list_file, io::kMaxTextFileBytes, name, kListAllowed), printable(list_file));
 }
 
-// The same file however it was named (a/./b.png, ../x/b.png); the path itself where that fails.
-fs::path identity(const fs::path& path) {
-    std::error_code ec;
-    fs::path canonical = fs::weakly_canonical(path, ec);
-    return ec ? fs::absolute(path, ec).lexically_normal() : canonical;
-}
-
-// The directory entry a write of `output` replaces: its folder's identity and its own name, not
-// followed (the write renames a new file onto that entry, replacing a link rather than its target).
-fs::path output_location(const fs::path& output) {
-    return identity(output.has_parent_path() ? output.parent_path() : fs::path(".")) / output.filename();
-}
-
 void prepare_out_dir(const fs::path& out_dir, const fs::path& first_output) {
     std::error_code ec;
     const fs::file_status status = fs::status(out_dir, ec);
@@ -122,10 +109,6 @@ std::vector<std::string> parse_input_list(std::string_view text, const std::stri
         paths.emplace_back(line);
     }
     return paths;
-}
-
-bool output_replaces_input(const fs::path& input, const fs::path& output) {
-    return identity(input) == output_location(output);
 }
 
 std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const std::string& list_file,
@@ -174,14 +157,14 @@ std::vector<BatchFile> plan_batch(const std::vector<std::string>& inputs, const 
                                     input.string(), name.extension().string()),
                         "inputs named .png .jpg .jpeg .pgm .ppm .pnm, or --format png|jpg|jpeg|pgm|ppm|pnm");
         }
-        if (output_replaces_input(input, output)) {
+        if (io::output_replaces_input(input, output)) {
             throw Error(fmt::format("the output of '{}' would replace the input itself", input.string()),
                         "an --out-dir other than the input's directory, or --format with another extension");
         }
         io::check_file_name_length(output);  // every output's, before --out-dir is made
-        const auto [at, inserted] = input_of.emplace(output_location(output), input);
+        const auto [at, inserted] = input_of.emplace(io::output_location(output), input);
         if (!inserted) {
-            throw Error(identity(at->second) == identity(input)
+            throw Error(io::file_identity(at->second) == io::file_identity(input)
                             ? fmt::format("'{}' is given twice{}", input.string(),
                                           at->second == input ? "" : fmt::format(" (also as '{}')", at->second.string()))
                             : fmt::format("two inputs would write the same output '{}': '{}' and '{}'", output.string(),

@@ -150,7 +150,7 @@ void run_single(const ApplyOptions& o, const Setup& s, const MakeGpuFilters& mak
         const std::string why = ec ? ec.message() : "no such file";
         throw Error(fmt::format("IN '{}' cannot be read: {}", printable(in), why), "an existing, readable image file");
     }
-    if (output_replaces_input(in, out)) {
+    if (io::output_replaces_input(in, out)) {
         // The write would be safe (atomic, after the filtering), but the original would be gone.
         throw Error(fmt::format("OUT '{}' is IN '{}' itself: the filtered image would replace the input", printable(out),
                                 printable(in)),

@@ -3,8 +3,10 @@
 // the rule). Exit code 0 when nothing gated is slower, 1 when something is (the table first, then
 // one verdict line), 2 for refused input (files of different GPUs, unreadable files, bad options).
 // klab compare --learn-noise OUT RUN RUN...: the noise file the gate reads with --noise.
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +24,8 @@
 namespace klab::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 // The rule's defaults live in bench::CompareOptions; the flags show them as percentages.
 const bench::CompareOptions kDefaults;
@@ -82,14 +86,15 @@ bench::CompareOptions checked_options(const CompareCliOptions& o) {
     const auto check = [](double value, const char* flag, const char* allowed) {
         if (!(value >= 0.0 && value < 1e6)) throw Error(fmt::format("{} {}", flag, value), allowed);
     };
-    check(o.threshold_percent, "--threshold", "a percentage >= 0, e.g. 5");
-    check(o.threshold_us, "--threshold-us", "a duration >= 0 in microseconds, e.g. 2");
-    check(o.e2e_threshold_percent, "--e2e-threshold", "a percentage >= 0, e.g. 50");
-    check(o.min_us, "--min-us", "a duration >= 0 in microseconds, e.g. 5");
+    check(o.threshold_percent, "--threshold", "a percentage from 0 to below 1000000, e.g. 5");
+    check(o.threshold_us, "--threshold-us", "a duration in microseconds from 0 to below 1000000, e.g. 2");
+    check(o.e2e_threshold_percent, "--e2e-threshold", "a percentage from 0 to below 1000000, e.g. 50");
+    check(o.min_us, "--min-us", "a duration in microseconds from 0 to below 1000000, e.g. 5");
     if (!(o.alpha > 0.0 && o.alpha < 1.0)) throw Error(fmt::format("--alpha {}", o.alpha), "a significance level between 0 and 1, e.g. 0.05");
     if (o.format != "table" && o.format != "md" && o.format != "json") {
         throw Error(fmt::format("--format {}", o.format), "table, md (Markdown for a pull request) or json");
     }
+    if (o.json && o.format == "md") throw Error("--json with --format md", "one of them (--json is --format json)");
     bench::CompareOptions options;
     options.threshold = o.threshold_percent / 100.0;
     options.threshold_us = o.threshold_us;
@@ -99,8 +104,43 @@ bench::CompareOptions checked_options(const CompareCliOptions& o) {
     return options;
 }
 
+// Before any file is read: OUT may be a new file or replace an earlier noise file, nothing else (taking
+// --learn-noise for a flag, "--learn-noise A.json B.json C.json", would otherwise replace the run
+// A.json), and no run may be given twice (its noise against itself would read as none).
+void check_learn_noise_files(const CompareCliOptions& o) {
+    const std::string allowed =
+        "--learn-noise OUT RUN RUN...: OUT a new file or an earlier noise file, the RUNs two or more different klab-bench files";
+    const fs::path out = o.learn_noise_path;
+    for (std::size_t i = 0; i < o.files.size(); ++i) {
+        if (io::output_replaces_input(o.files[i], out)) {
+            throw Error(fmt::format("--learn-noise '{}' is also a run to learn from: writing it would replace that run",
+                                    printable(o.learn_noise_path)),
+                        allowed);
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+            if (io::file_identity(o.files[j]) == io::file_identity(o.files[i])) {
+                throw Error(fmt::format("the run '{}' is given twice (as '{}')", printable(o.files[j]), printable(o.files[i])),
+                            allowed);
+            }
+        }
+    }
+    std::error_code ec;
+    if (fs::exists(out, ec)) {
+        try {
+            (void)bench::load_noise_file(o.learn_noise_path);
+        } catch (const Error&) {
+            throw Error(fmt::format("--learn-noise '{}' exists and is not a noise file klab reads (a run?), so writing it "
+                                    "would destroy it",
+                                    printable(o.learn_noise_path)),
+                        allowed + " (remove an old one first)");
+        }
+    }
+    io::check_file_writable(out);
+}
+
 void run_learn_noise(const CompareCliOptions& o) {
     if (!o.noise_path.empty()) throw Error("--noise with --learn-noise", "--learn-noise OUT RUN RUN... (learning reads no noise file)");
+    check_learn_noise_files(o);
     std::vector<bench::BenchFile> runs;
     for (const std::string& path : o.files) runs.push_back(bench::load_bench_file(path));
     const bench::LearnedNoise learned = bench::learn_noise(runs);

@@ -356,6 +356,22 @@ void check_writable(const fs::path& path, int channels) {
     (void)encode_image(ImageU8(1, 1, channels), format_from_extension(path), path.string());
 }
 
+fs::path file_identity(const fs::path& path) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    return ec ? fs::absolute(path, ec).lexically_normal() : canonical;
+}
+
+fs::path output_location(const fs::path& output) {
+    return file_identity(output.has_parent_path() ? output.parent_path() : fs::path(".")) / output.filename();
+}
+
+bool output_replaces_input(const fs::path& input, const fs::path& output) {
+    return file_identity(input) == output_location(output);
+}
+
+void check_file_writable(const fs::path& path) { (void)check_target_directory(path); }
+
 void write_file_atomically(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
     write_atomically_into(path, check_target_directory(path), bytes);
 }

@@ -54,9 +54,28 @@ std::vector<std::uint8_t> encode_image(const ImageU8& image, ImageFormat format,
 // fail before it starts.
 void check_writable(const std::filesystem::path& path, int channels);
 
+// Throws the error write_file_atomically would throw for `path`'s place (a path that is a directory
+// or does not end in a file name, a missing or read-only directory, a file name too long), without
+// writing anything: check_writable without the image's checks.
+void check_file_writable(const std::filesystem::path& path);
+
 // Throws unless `path`'s file name is within the longest its directory's file system takes (for a
 // directory not made yet, its nearest existing ancestor's). check_writable includes this check.
 void check_file_name_length(const std::filesystem::path& path);
+
+// The same file however it was named (a/./b.png, ../x/b.png, links in the folders); the path
+// itself, made absolute, where that fails.
+std::filesystem::path file_identity(const std::filesystem::path& path);
+
+// The directory entry a write of `output` replaces: its folder's identity and its own name, not
+// followed (the write renames a new file onto that entry, replacing a link rather than its target).
+std::filesystem::path output_location(const std::filesystem::path& output);
+
+// True where writing `output` would replace `input`: the same path however it is named (./, ..,
+// links in the folders), or `input` a link to `output`'s path. Not for a hard link, nor an `output`
+// that is a link to `input`: the write renames a new file onto `output`'s own directory entry and
+// leaves the input's file as it was. klab apply, compare --learn-noise and report refuse it.
+bool output_replaces_input(const std::filesystem::path& input, const std::filesystem::path& output);
 
 // Writes `bytes` to a temporary file in the same directory as `path`, then renames it onto
 // `path`. On any failure the temporary file is removed and klab::Error is thrown.

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
@@ -27,6 +28,11 @@ protected:
         const std::filesystem::path path = dir_ / file_name;
         std::ofstream(path) << text;
         return path.string();
+    }
+
+    static std::string read_text(const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
 
     static CommandResult klab(const std::string& arguments) { return run_command(std::string(KLAB_CLI_PATH) + " " + arguments); }

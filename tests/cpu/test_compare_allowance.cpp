@@ -170,11 +170,14 @@ TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(kH100), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(noise));
-    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "absent" / "noise.json").string(), h200, h200));
+    const std::string h200_again = write("h200-again.json", bench_json(kH200, three_benches()));
+    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "absent" / "noise.json").string(), h200, h200_again));
     EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
 
     // A noise file of another GPU model, or not a noise file at all, is refused.
-    ASSERT_EQ(klab(fmt::format("compare --learn-noise {} {} {}", noise, h100, h100)).exit_code, 0);
+    const std::string h100_again = write("h100-again.json", bench_json(kH100, three_benches()));
+    ASSERT_EQ(klab(fmt::format("compare --learn-noise {} {} {}", noise, h100, h100_again)).exit_code, 0);
     r = klab(fmt::format("compare --noise {} {} {}", noise, h200, h200));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("the noise file"), std::string::npos) << r.output;
@@ -195,8 +198,31 @@ TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
     r = klab(fmt::format("compare --noise {} {} {}", write("deep.json", std::string(100, '[') + std::string(100, ']')), h200, h200));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("nesting deeper than 64"), std::string::npos) << r.output;
-    r = klab(fmt::format("compare --noise {} --learn-noise {} {} {}", noise, noise, h200, h200));
+    r = klab(fmt::format("compare --noise {} --learn-noise {} {} {}", noise, noise, h200, h200_again));
     EXPECT_EQ(r.exit_code, 2) << r.output;
+
+    // OUT replaces nothing but an earlier noise file: not one of the runs (--learn-noise taken for a
+    // flag), not another file; and no run is given twice (its noise against itself would read as none).
+    const std::string before = read_text(h200);
+    r = klab(fmt::format("compare --learn-noise {} {} {}", h200, h200_again, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is also a run to learn from: writing it would replace that run"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "." / "h200.json").string(), h200_again, h200));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    r = klab(fmt::format("compare --learn-noise {} {} {}", h200, h200_again, h100_again));  // OUT not among the runs
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("exists and is not a noise file klab reads (a run?)"), std::string::npos) << r.output;
+    const std::string other = write("notes.json", "{\"mine\": true}");
+    r = klab(fmt::format("compare --learn-noise {} {} {}", other, h200, h200_again));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is not a noise file klab reads (a run?), so writing it would destroy it"), std::string::npos)
+        << r.output;
+    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "fresh.json").string(), h200, (dir_ / "." / "h200.json").string()));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is given twice"), std::string::npos) << r.output;
+    EXPECT_EQ(read_text(h200), before);
+    EXPECT_EQ(read_text(other), "{\"mine\": true}");
+    EXPECT_FALSE(fs::exists(dir_ / "fresh.json"));
 
     // Comparing takes exactly two files.
     r = klab(fmt::format("compare {} {} {}", h200, h200, h200));

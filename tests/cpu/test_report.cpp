@@ -384,6 +384,24 @@ TEST_F(Report, AFolderInTheWayOfAReportFileIsRefusedFirst) {
     EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "only bench.json";
 }
 
+// A bench file named like one of the report's files is not replaced by it.
+TEST_F(Report, ABenchFileNamedLikeAReportFileIsNotReplaced) {
+    for (const char* name : {"plot-data.json", "report.md", "bandwidth_8K.png"}) {
+        const fs::path input = dir / name;
+        write(input, bench_json(gpu_rows(true), gpu_context()).dump(2));
+        const std::string before = read(input);
+        const test::CommandResult r = klab(input.string() + " --no-plots");
+        EXPECT_EQ(r.exit_code, 2) << r.output;
+        expect_has(r.output, "cannot write " + input.string() + ": it is the bench file read");
+        EXPECT_EQ(read(input), before) << name;
+        EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "only " << name;
+        // Elsewhere it is reported as any bench file.
+        EXPECT_EQ(klab(input.string() + " --no-plots --out " + (dir / "elsewhere").string()).exit_code, 0);
+        fs::remove_all(dir / "elsewhere");
+        fs::remove(input);
+    }
+}
+
 // The real script: with matplotlib it draws three PNGs that report.md links; without, it says so.
 TEST_F(Report, PlotScriptDrawsOrSaysMatplotlibIsMissing) {
     write(bench_json(gpu_rows(true), gpu_context()));
