@@ -31,6 +31,8 @@
 #include "harness/device_select.hpp"
 #include "harness/error.hpp"
 #include "harness/cuda_check.hpp"
+#include "harness/interrupt.hpp"
+#include "harness/io/image_io.hpp"
 #include "harness/version.hpp"
 
 namespace klab::bench {
@@ -137,41 +139,50 @@ void add_context(const std::optional<DeviceInfo>& device) {
 // Google Benchmark writes --benchmark_out=PATH while it runs, so a run that fails, runs nothing or
 // only lists the benchmarks would leave PATH empty or cut short. klab-bench points it at a file
 // beside PATH instead and puts that in PATH's place once some benchmark ran (PATH stays as it was
-// otherwise; a crash leaves PATH.partial-PID beside it).
+// otherwise; a crash leaves PATH.partial-PID beside it, a signal that ends the run does not).
 class OutputFile {
 public:
     // Rewrites a --benchmark_out=PATH argument to the file beside PATH; others are left alone. The
-    // last one counts, as in Google Benchmark (an empty PATH: no output).
+    // last one counts, as in Google Benchmark (an empty PATH: no output). PATH's place is checked
+    // now (a directory, a missing or read-only folder), not after the whole run.
     void redirect(std::string& arg) {
         static const std::string kFlag = "--benchmark_out=";
         if (arg.rfind(kFlag, 0) != 0) return;
         target_ = arg.substr(kFlag.size());
         partial_.clear();
+        registration_.reset();
         if (target_.empty()) return;
         std::error_code ec;
         if (!target_.has_filename() || std::filesystem::is_directory(target_, ec)) {
             throw Error(fmt::format("{}: a directory, not a file", arg), "--benchmark_out=FILE");
         }
+        io::check_file_writable(target_);
         partial_ = target_.string() + fmt::format(".partial-{}", getpid());
+        registration_.emplace(partial_.string());
         arg = kFlag + partial_.string();
     }
     // After the run: PATH replaced when a benchmark ran, the file beside it removed otherwise.
     // False when PATH could not be replaced (the reason printed).
-    bool finish(bool ran) const {
+    bool finish(bool ran) {
         if (partial_.empty()) return true;
         std::error_code ec;
         if (ran) {
             std::filesystem::rename(partial_, target_, ec);
-            if (!ec) return true;
+            if (!ec) {
+                registration_.reset();
+                return true;
+            }
             std::fprintf(stderr, "klab-bench: cannot put the output in %s's place: %s\n", target_.c_str(), ec.message().c_str());
         }
         std::filesystem::remove(partial_, ec);
+        registration_.reset();
         if (std::filesystem::exists(target_, ec)) std::fprintf(stderr, "klab-bench: %s is unchanged\n", target_.c_str());
         return ran ? false : true;
     }
 
 private:
     std::filesystem::path target_, partial_;
+    std::optional<TempFileRegistration> registration_;  // removed by a signal that ends the run
 };
 
 // --benchmark_list_tests[=VALUE], read as Google Benchmark reads a flag's truth: only 0, f, n, false,

@@ -4,12 +4,16 @@
 // and benchmarks the CPU reference into results/no-gpu/ instead. --device N runs on that GPU;
 // --device all starts one klab run per GPU model at once (cli/device_fanout.hpp), each into its own
 // results/<gpu-slug>/ (or <out>/<gpu-slug>/ with --out).
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +30,8 @@
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
 #include "harness/error.hpp"
+#include "harness/interrupt.hpp"
+#include "harness/io/image_io.hpp"
 
 namespace klab::cli {
 
@@ -95,6 +101,29 @@ std::vector<fs::path> folders_to_make(const fs::path& path) {
     return missing;
 }
 
+// Before any work (tuning can take minutes): `out` is, or can be made as, a writable folder whose
+// bench.json is a file or free.
+void check_results_folder(const fs::path& out) {
+    const std::string allowed = "--out DIR (or --results DIR): a writable directory, made where missing";
+    std::error_code ec;
+    fs::path existing = out;
+    while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+    if (existing.empty()) existing = ".";
+    if (!fs::is_directory(existing, ec)) {
+        throw Error(fmt::format("cannot write the results into {}: {} is not a directory", out.string(), existing.string()),
+                    allowed);
+    }
+    if (existing == out) {
+        io::check_file_writable(out / "bench.json");  // a writable folder, bench.json not a directory
+    } else if (::access(existing.c_str(), W_OK) != 0) {
+        const int error_number = errno;
+        throw FileSystemError(error_number,
+                              fmt::format("cannot make {}: directory {} is not writable: {}", out.string(), existing.string(),
+                                          std::error_code(error_number, std::generic_category()).message()),
+                              allowed);
+    }
+}
+
 // results/<gpu>/ holds the full study only: a shorter or filtered run there would replace it
 // (and the CI gate would see its rows as removed).
 void check_out_option(const RunOptions& o) {
@@ -156,6 +185,9 @@ void run_study(const RunOptions& o) {
         if (out.empty()) out = fs::path(o.results) / "no-gpu";
     }
     std::fflush(stdout);
+    out = out.lexically_normal();
+    if (!out.has_filename() && out.has_parent_path()) out = out.parent_path();  // "dir/" is "dir"
+    check_results_folder(out);
 
     // A tuning job that fails leaves its rows on the default shape (their labels say so): the
     // benchmarks still run, and the failure is reported at the end.
@@ -174,14 +206,13 @@ void run_study(const RunOptions& o) {
     fmt::print("\n== {}. Benchmarks (klab-bench, Google Benchmark)\n", gpu && o.tune ? 2 : 1);
     std::fflush(stdout);
     std::error_code ec;
-    out = out.lexically_normal();
-    if (!out.has_filename() && out.has_parent_path()) out = out.parent_path();  // "dir/" is "dir"
     const std::vector<fs::path> made = folders_to_make(out);  // removed again if the run writes nothing
     fs::create_directories(out, ec);
     if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()), "a writable results directory");
     // Written beside the final name and renamed only after a complete run: never a half-written bench.json.
     const fs::path json = out / "bench.json";
     const fs::path partial = out / fmt::format("bench.json.partial-{}", getpid());
+    std::optional<TempFileRegistration> partial_registration(std::in_place, partial.string());  // a signal removes it
     std::vector<std::string> args = {fmt::format("--klab_study={}", o.study), fmt::format("--klab_results={}", o.results),
                                      fmt::format("--benchmark_out={}", partial.string()), "--benchmark_out_format=json",
                                      fmt::format("--benchmark_repetitions={}", o.repetitions)};
@@ -221,6 +252,7 @@ void run_study(const RunOptions& o) {
     }
     fs::rename(partial, json, ec);
     if (ec) throw Error(fmt::format("cannot rename {} to {}: {}", partial.string(), json.string(), ec.message()));
+    partial_registration.reset();
     fmt::print("wrote {}\n", json.string());
 
     if (o.report) {

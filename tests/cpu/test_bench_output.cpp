@@ -151,6 +151,31 @@ TEST_F(BenchOutput, KlabRunOfNoRowSaysSoAndLeavesNoFailedFile) {
     EXPECT_TRUE(fs::is_empty(dir / "kept"));
 }
 
+// An --out that cannot hold the results is refused before any step (the tuning can take minutes),
+// as klab-bench refuses such a --benchmark_out before it runs anything.
+TEST_F(BenchOutput, AnOutThatCannotHoldTheResultsIsRefusedFirst) {
+    std::ofstream(dir / "file") << "a file, not a folder";
+    const std::string under_a_file = (dir / "file" / "results").string();
+    const test::CommandResult run =
+        test::run_command(fmt::format("{} run --study smoke --no-report --out {}", KLAB_CLI_PATH, under_a_file));
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find(fmt::format("cannot write the results into {}: {} is not a directory", under_a_file,
+                                          (dir / "file").string())),
+              std::string::npos)
+        << run.output;
+    EXPECT_EQ(run.output.find("== "), std::string::npos) << "refused before any step\n" << run.output;
+    fs::create_directories(dir / "taken" / "bench.json");
+    const test::CommandResult taken =
+        test::run_command(fmt::format("{} run --study smoke --no-report --out {}", KLAB_CLI_PATH, (dir / "taken").string()));
+    EXPECT_EQ(taken.exit_code, 2) << taken.output;
+    EXPECT_NE(taken.output.find("it is an existing directory"), std::string::npos) << taken.output;
+    const test::CommandResult bench = test::run_command(
+        fmt::format("{} --klab_study=smoke --benchmark_out={}", KLAB_BENCH_PATH, (dir / "no-such-dir" / "x.json").string()));
+    EXPECT_EQ(bench.exit_code, 2) << bench.output;
+    EXPECT_NE(bench.output.find("does not exist"), std::string::npos) << bench.output;
+    EXPECT_EQ(files_in_dir(), 2) << "only file and taken/";
+}
+
 // --list prints the study's names (those --filter matches) and runs nothing; a malformed --filter
 // is refused before anything runs.
 TEST_F(BenchOutput, KlabRunListsTheStudyAndRefusesAMalformedFilter) {

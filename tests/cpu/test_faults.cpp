@@ -349,6 +349,30 @@ TEST_F(Faults, ASignalThatEndsTheProcessRemovesItsTemporaryFiles) {
     EXPECT_TRUE(temporary_files(dir).empty());
 }
 
+// klab run's output while the benchmarks run: bench.json.partial-PID (and klab-bench's own file
+// beside it) is removed by a signal that ends the run, as a temporary file of a write is. The
+// signal comes once one of them exists (on this machine, the CPU reference's rows of the smoke
+// study; on a GPU machine, the GPU's).
+TEST_F(Faults, ASignalDuringKlabRunsBenchmarksLeavesNoPartialOutput) {
+    const fs::path out = dir / "run";
+    const auto partial_files = [&] {
+        std::vector<std::string> found;
+        std::error_code ec;
+        for (fs::directory_iterator it(out, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+            if (contains(it->path().filename().string(), ".partial-")) found.push_back(it->path().string());
+        }
+        return found;
+    };
+    ChildProcess klab({KLAB_CLI_PATH, "run", "--study", "smoke", "--no-tune", "--no-report", "--out", out.string()},
+                      dir.string());
+    ASSERT_TRUE(klab.read_until([&](const std::string&) { return !partial_files().empty(); })) << klab.output();
+    klab.send(SIGTERM);
+    const int status = klab.wait();
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << describe_status(status) << "\n" << klab.output();
+    EXPECT_TRUE(partial_files().empty()) << fmt::format("{}", fmt::join(partial_files(), ", "));
+    EXPECT_FALSE(fs::exists(out / "bench.json"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tuning cache
 
