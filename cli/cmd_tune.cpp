@@ -82,7 +82,7 @@ std::vector<const Variant*> chosen_variants(const TuneCliOptions& o, Operation o
     std::vector<const Variant*> out;
     for (const std::string& name : o.variants) {
         const Variant& v = Registry::instance().get(name);  // its error lists the names
-        if (v.op() == op) out.push_back(&v);
+        if (v.op() == op && std::find(out.begin(), out.end(), &v) == out.end()) out.push_back(&v);  // named twice: tuned once
     }
     return out;
 }
@@ -108,10 +108,15 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
     std::vector<ProblemClass> classes = o.classes;
     const std::vector<Operation> ops = chosen_operations(o);
     for (const std::string& size : o.classes.empty() ? o.sizes : std::vector<std::string>{}) {
-        const synth::Resolution r = synth::parse_resolution(size);
-        if (r.name.find('x') != std::string::npos) {
-            throw Error(fmt::format("--size {}: the tuner tunes resolution buckets", size), "480p, 720p, HD, 4K or 8K");
+        // The buckets alone: parse_resolution's own message would offer WxH sizes too.
+        const char* const buckets = "480p, 720p, HD, 4K or 8K (the tuner tunes resolution buckets, not WxH sizes)";
+        synth::Resolution r;
+        try {
+            r = synth::parse_resolution(size);
+        } catch (const Error&) {
+            throw Error(fmt::format("--size {}: not a resolution bucket", printable(size)), buckets);
         }
+        if (r.name.find('x') != std::string::npos) throw Error(fmt::format("--size {}: a WxH size", size), buckets);
         for (Operation op : ops) {
             for (int c : o.channels) {
                 for (const std::string& layout : o.layouts) {
@@ -130,6 +135,13 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
             }
         }
     }
+    // A class given twice (--size HD --size HD, --class C --class C) is tuned once.
+    std::vector<ProblemClass> distinct;
+    for (const ProblemClass& c : classes) {
+        const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const ProblemClass& d) { return to_string(d) == to_string(c); });
+        if (!seen) distinct.push_back(c);
+    }
+    classes = std::move(distinct);
     // A variant named with --variant that no class can take (conv.halo_tiled with --op sobel) would
     // silently leave nothing to do. Checked on the whole list: one share of it may hold one operation.
     for (const std::string& name : o.variants) {

@@ -73,14 +73,14 @@ Resolution parse_resolution(const std::string& text) {
     const std::size_t cross = key.find('x');
     int width = 0;
     int height = 0;
-    if (cross != std::string::npos && parse_side(key.substr(0, cross), width) &&
-        parse_side(key.substr(cross + 1), height)) {
-        return {fmt::format("{}x{}", width, height), width, height};
-    }
+    const bool sides = cross != std::string::npos && parse_side(key.substr(0, cross), width) &&
+                       parse_side(key.substr(cross + 1), height);
+    if (sides && std::int64_t{width} * height <= kMaxImagePixels) return {fmt::format("{}x{}", width, height), width, height};
     std::string names;
     for (const Resolution& r : named_resolutions()) names += fmt::format("{} ({}x{}), ", r.name, r.width, r.height);
-    throw Error(fmt::format("unknown resolution '{}'", text),
-                fmt::format("{}or WxH with W and H from 1 to {} (e.g. 17x13)", names, kMaxResolutionSide));
+    throw Error(fmt::format(sides ? "resolution '{}' has more pixels than an image klab makes" : "unknown resolution '{}'", text),
+                fmt::format("{}or WxH with W and H from 1 to {} and at most {} pixels in all (e.g. 17x13)", names,
+                            kMaxResolutionSide, kMaxImagePixels));
 }
 
 int checker_square_side(int width, int height) { return std::max(1, std::min(width, height) / 16); }

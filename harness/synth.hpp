@@ -33,7 +33,8 @@ struct Resolution {
 
 // 480p 640x480, 720p 1280x720, HD 1920x1080, 4K 3840x2160, 8K 7680x4320 (smallest first).
 const std::vector<Resolution>& named_resolutions();
-// A named resolution (any case) or "WxH" with W and H from 1 to kMaxResolutionSide; anything
+// A named resolution (any case) or "WxH" with W and H from 1 to kMaxResolutionSide and at most
+// kMaxImagePixels pixels (harness/image.hpp); anything
 // else throws klab::Error naming the allowed forms. A named one keeps its canonical name.
 Resolution parse_resolution(const std::string& text);
 inline constexpr int kMaxResolutionSide = 65536;

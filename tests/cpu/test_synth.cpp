@@ -194,6 +194,12 @@ TEST(SynthParse, ResolutionRejectsMalformedText) {
                            std::string("unknown resolution '") + bad + "'; allowed: 480p (640x480)");
         test::expect_error([bad] { synth::parse_resolution(bad); }, "or WxH with W and H from 1 to 65536");
     }
+    // Both sides allowed, the product not: the one message says both limits.
+    EXPECT_EQ(synth::parse_resolution("65536x16384").height, 16384);  // 2^30 pixels
+    test::expect_error([] { synth::parse_resolution("65536x16385"); },
+                       "resolution '65536x16385' has more pixels than an image klab makes; allowed: 480p (640x480)");
+    test::expect_error([] { synth::parse_resolution("65536x16385"); },
+                       "or WxH with W and H from 1 to 65536 and at most 1073741824 pixels in all");
 }
 
 // A change detector, not a correctness test: it pins the exact bytes of small generated images

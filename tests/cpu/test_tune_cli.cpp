@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
     expect_failure("tune --plan-for X100", "A100, L4, H100, H200, RTX 4090");
     expect_failure("tune --plan-for H200 --size 9K", "9K");
     expect_failure("tune --plan-for H200 --size 100x100", "resolution buckets");
+    // The message offers the buckets only, not the WxH sizes that are refused next.
+    const test::CommandResult two_k = klab_cli("tune --plan-for H200 --size 2K");
+    EXPECT_NE(two_k.output.find("--size 2K: not a resolution bucket; allowed: 480p, 720p, HD, 4K or 8K"), std::string::npos)
+        << two_k.output;
+    EXPECT_EQ(two_k.output.find("e.g. 17x13"), std::string::npos) << two_k.output;
     expect_failure("tune --plan-for H200 --variant conv.nothing", "conv.nothing");
     expect_failure("tune --plan-for H200 --min-occupancy 0", "--min-occupancy");
     expect_failure("tune --plan-for H200 --layout planar", "--layout");
@@ -52,6 +58,24 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
     expect_failure("tune --plan-for H200 --op sobel --variant conv.halo_tiled",
                    "--variant conv.halo_tiled is a convolve variant, but no class to tune is a convolve class");
     expect_failure("tune --plan-for H200 --class sobel/8K/c1/aos --variant conv.halo_tiled", "is a convolve variant");
+}
+
+// A value given twice (a size, a class, a variant, a mask size) is tuned once.
+TEST(TuneCli, RepeatedValuesAreTunedOnce) {
+    const auto plan_lines = [](const std::string& arguments) {
+        const test::CommandResult r = klab_cli("tune --plan-for H200 " + arguments);
+        EXPECT_EQ(r.exit_code, 0) << arguments << "\n" << r.output;
+        std::vector<std::string> heads;  // "  <variant> <class>" lines
+        std::istringstream lines(r.output);
+        for (std::string line; std::getline(lines, line);)
+            if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) heads.push_back(line);
+        return heads;
+    };
+    const std::vector<std::string> once = plan_lines("--size HD --op sobel --variant sobel.fused");
+    ASSERT_EQ(once.size(), 2u) << "RGB AoS and SoA";
+    EXPECT_EQ(plan_lines("--size HD --size HD --op sobel --variant sobel.fused --variant sobel.fused"), once);
+    EXPECT_EQ(plan_lines("--class sobel/HD/c3/aos --class sobel/HD/c3/soa --class sobel/HD/c3/aos --variant sobel.fused"), once);
+    EXPECT_EQ(plan_lines("--size HD --mask-size 3 --mask-size 3 --variant conv.halo_tiled --channels 3 --layout aos").size(), 1u);
 }
 
 // The check of the named variants looks at the whole list of classes: `--device all` hands each
