@@ -27,6 +27,7 @@
 #include "cli/apply_gpu_filter.hpp"
 #include "cli/apply_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "harness/border.hpp"
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
@@ -294,10 +295,10 @@ void add_apply_command(CLI::App& app) {
                                           "GPU: about N horizontal strips, whose upload, kernel and download overlap (default: 24 "
                                           "strips of at least 2 MiB, shorter where the device-memory budget, KLAB_DEVICE_MEMORY_BUDGET, "
                                           "needs it)")
-                              ->check(CLI::Range(1, kMaxStrips));
+                              ->check(number_from(1, kMaxStrips));
     CLI::Option* in_flight = cmd->add_option("--in-flight", o->in_flight,
                                              "GPU: strips on the device at once in the strip path (one device buffer each)")
-                                 ->check(CLI::Range(1, kMaxStripsInFlight))
+                                 ->check(number_from(1, kMaxStripsInFlight))
                                  ->capture_default_str();
     cmd->add_flag("--sync", o->sync,
                   "GPU: the synchronous one-shot path (upload all from pageable memory, filter, download all); not with --strips "
@@ -310,7 +311,7 @@ void add_apply_command(CLI::App& app) {
                     "Border mode: constant[:V] (V 0..255, default 0), replicate, mirror (reflect-101), reflect, wrap")
         ->capture_default_str();
     cmd->add_option("--threads", o->threads, "CPU threads: 0 = one per hardware thread, 1 = sequential")
-        ->check(CLI::Range(0, kMaxThreads))
+        ->check(number_from(0, kMaxThreads))
         ->capture_default_str();
     // An empty value would read as the option left out (IN OUT, no list): refused instead.
     const CLI::Validator named(
@@ -325,7 +326,7 @@ void add_apply_command(CLI::App& app) {
         cmd->add_option("--jpeg-quality", o->jpeg_quality,
                         "JPEG outputs: the quality, 1 (smallest file) to 100 (least loss); baseline, RGB as YCbCr 4:2:0; "
                         "refused where no output is a JPEG")
-            ->check(CLI::Range(1, 100))
+            ->check(number_from(1, 100))
             ->capture_default_str();
     cmd->add_option("--device", o->device,
                     "GPU: the CUDA device (an index as `klab info` lists them; default: the first CUDA shows), or all: a "

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "harness/error.hpp"
 #include "harness/io/image_io.hpp"
 #include "harness/synth.hpp"
@@ -110,7 +111,7 @@ void add_gen_command(CLI::App& app) {
     size->capture_default_str();
     CLI::Option* channels = gen->add_option("-c,--channels", options->channels,
                                             "1 (gray), 3 (RGB) or 4 (RGBA, alpha 255); default 3, 1 for a .pgm OUT");
-    channels->check(CLI::IsMember({1, 3, 4}));
+    channels->check(one_of({1, 3, 4}));
     gen->add_option("--seed", options->seed, "seed for the noise and natural patterns, 0 to 2^64-1")
         ->capture_default_str()
         ->type_name("UINT");

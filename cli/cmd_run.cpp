@@ -26,6 +26,7 @@
 #include "bench/report.hpp"
 #include "bench/study.hpp"
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/device_fanout.hpp"
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
@@ -287,7 +288,7 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::IsMember({"full", "quick", "smoke"}))
         ->capture_default_str();
     cmd->add_option("--repetitions", o->repetitions, "Repetitions of each benchmark (klab compare needs 4 or more)")
-        ->check(CLI::Range(1, 100))
+        ->check(number_from(1, 100))
         ->capture_default_str();
     cmd->add_option("--results", o->results, "Results directory: the tuning cache and the default output folder")
         ->capture_default_str();

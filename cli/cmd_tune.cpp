@@ -29,6 +29,7 @@
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/device_fanout.hpp"
 #include "harness/device_info.hpp"
 #include "harness/device_select.hpp"
@@ -480,19 +481,19 @@ void add_tune_command(CLI::App& app) {
                     "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
                     "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
     cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
-        ->check(CLI::Range(1, 31))
+        ->check(number_from(1, 31))
         ->capture_default_str();
-    cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(CLI::IsMember({1, 3, 4}))->capture_default_str();
+    cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(one_of({1, 3, 4}))->capture_default_str();
     cmd->add_option("--layout", o->layouts, "Layout(s): aos, soa")->check(CLI::IsMember({"aos", "soa"}))->capture_default_str();
     cmd->add_option("--min-occupancy", o->min_occupancy,
                     "Lowest theoretical occupancy a candidate may have (0.5 widens the space to 50%)")
-        ->check(CLI::Range(0.01, 1.0))
+        ->check(number_from(0.01, 1.0))
         ->capture_default_str();
     cmd->add_option("--budget-s", o->budget_seconds, "Measuring time per candidate, seconds (it stops earlier once the "
                                                      "quartiles agree within 1%)")
-        ->check(CLI::Range(0.0, 60.0))
+        ->check(number_from(0.0, 60.0))
         ->capture_default_str();
-    cmd->add_option("--min-samples", o->min_samples, "Samples per candidate at least")->check(CLI::Range(1, 100000))->capture_default_str();
+    cmd->add_option("--min-samples", o->min_samples, "Samples per candidate at least")->check(number_from(1, 100000))->capture_default_str();
     cmd->add_option("--results", o->results, "Results directory: the cache is <results>/<gpu-slug>/autotune.json")->capture_default_str();
     cmd->add_flag("--dry-run", o->dry_run, "Show the search spaces on this GPU without measuring");
     cmd->add_option("--plan-for", o->plan_for,

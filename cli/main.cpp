@@ -26,15 +26,21 @@ int main(int argc, char** argv) {
     klab::cli::add_report_command(app);
     klab::cli::add_compare_command(app);
     // CLI11 would only say "A subcommand is required"; name the unknown word and the commands.
-    if (argc > 1 && argv[1][0] != '-') {
+    if (argc > 1) {
+        const std::string first = argv[1];
         std::string known;
         bool found = false;
         for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-            found = found || sub->get_name() == argv[1];
+            found = found || sub->get_name() == first;
             known += (known.empty() ? "" : ", ") + sub->get_name();
         }
-        if (!found) {
-            fmt::print(stderr, "klab: unknown command '{}'; allowed: {}\n", argv[1], known);
+        if (first[0] != '-' && !found) {
+            fmt::print(stderr, "klab: unknown command '{}'; allowed: {}\n", klab::printable(first), known);
+            return 2;
+        }
+        if (first[0] == '-' && first != "-h" && first != "--help" && first != "--version") {
+            fmt::print(stderr, "klab: unknown option '{}' before the command; allowed: --help, --version, or a command first: {}\n",
+                       klab::printable(first), known);
             return 2;
         }
     }

@@ -100,6 +100,17 @@ TEST_F(Cli, ACommandLineTheParserRefusesExits2) {
         EXPECT_FALSE(r.output.empty()) << arguments;
     }
     EXPECT_EQ(klab_cli("--version").exit_code, 0);
+    expect_failure("--bogus", "unknown option '--bogus' before the command; allowed: --help, --version, or a command first: info");
+    // A value that is no number, or outside the set or range, says so and what is allowed.
+    expect_failure("gen --size 4x4 --channels abc " + (dir / "a.png").string(),
+                   "--channels: 'abc' is not among the choices; allowed: 1, 3, 4");
+    expect_failure("apply --filter box:3 --jpeg-quality abc x.png y.jpg",
+                   "--jpeg-quality: 'abc' is not an integer; allowed: an integer from 1 to 100");
+    expect_failure("apply --filter box:3 --jpeg-quality 101 x.png y.jpg",
+                   "--jpeg-quality: 101 is out of range; allowed: an integer from 1 to 100");
+    expect_failure("tune --plan-for H200 --min-occupancy nan", "--min-occupancy: nan is out of range; allowed: a number from 0.01 to 1");
+    expect_failure("run --repetitions 1.5", "--repetitions: '1.5' is not an integer");
+    EXPECT_FALSE(fs::exists(dir / "a.png"));
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
