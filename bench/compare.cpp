@@ -265,6 +265,7 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
         c.rows.push_back(std::move(row));
     }
     int baselines_moved = 0;
+    int unjudgeable = 0;  // gated rows of both files whose repetitions no change can pass the test with
     for (CompareRow& row : c.rows) {
         const bool failed_in_new = row.failed_in_new;
         const bool baseline = row.row_class == RowClass::baseline;
@@ -279,6 +280,15 @@ Comparison compare(const BenchFile& old_file, const BenchFile& new_file, const C
             append_note(row, fmt::format("under {:g} us, mostly launch and event overhead: not gated", options.min_us));
         }
         baselines_moved += baseline && (slower || row.verdict == Verdict::faster);
+        unjudgeable += row.gated && row.old_repetitions > 0 && row.new_repetitions > 0 &&
+                       smallest_p_value(row.old_repetitions, row.new_repetitions) >= options.alpha;
+    }
+    if (unjudgeable > 0) {
+        // Said once, up front: each row's note says it too, but a verdict of "no regression" alone
+        // would read as a pass of the gate.
+        c.warnings.push_back(fmt::format("{} gated row(s) have too few repetitions for the test to find any change, so they "
+                                         "cannot fail the gate (their notes say how many are needed)",
+                                         unjudgeable));
     }
     if (baselines_moved > 0) {
         c.warnings.push_back(fmt::format("{} baseline row(s) (NPP, copy, host-device link, CPU reference) moved beyond noise and allowance: the two "

@@ -197,12 +197,18 @@ TEST_F(CompareCli, TooFewRepetitionsCannotJudgeTheNoiseAndSaySo) {
     EXPECT_EQ(verdict_of(three, kHalo), "ambiguous");
     EXPECT_NEAR(p_of(three, kHalo), 0.1, 1e-12);
     EXPECT_NE(row_of(three, kHalo).value("note", "").find("too few repetitions"), std::string::npos) << three.dump(2);
+    // The verdict "no regression" alone would read as a pass: a warning says the gate could not fail.
+    ASSERT_EQ(three["warnings"].size(), 1u) << three.dump(2);
+    EXPECT_EQ(three["warnings"][0].get<std::string>(),
+              "1 gated row(s) have too few repetitions for the test to find any change, so they cannot fail the gate (their "
+              "notes say how many are needed)");
 
     // Four each, fully separated: p = 2/70 < 0.05, enough.
     const nlohmann::json four = compare_json(bench_json(kH200, {{kHalo, {249.0, 250.0, 250.5, 251.0}, ""}}),
                                              bench_json(kH200, {{kHalo, {274.0, 275.0, 275.5, 276.0}, ""}}), code);
     EXPECT_EQ(code, 1);
     EXPECT_EQ(verdict_of(four, kHalo), "slower");
+    EXPECT_TRUE(four["warnings"].empty()) << four.dump(2);
     EXPECT_NEAR(p_of(four, kHalo), 2.0 / 70.0, 1e-12);
     EXPECT_EQ(row_of(four, kHalo).value("note", "?"), "");
 }
