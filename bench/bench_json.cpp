@@ -115,6 +115,32 @@ const BenchRun* BenchFile::find(std::string_view name) const {
 
 namespace {
 
+constexpr const char* kEntriesAllowed = "entries as Google Benchmark writes them";
+
+// entry[key], `fallback` where it is absent; a field of another type is refused by its name, where
+// nlohmann's message ("type must be string, but is number") would not name it.
+std::string text_field(const nlohmann::json& entry, const char* key, const std::string& fallback, const std::string& where) {
+    if (!entry.contains(key)) return fallback;
+    const nlohmann::json& value = entry.at(key);
+    if (!value.is_string()) {
+        throw Error(fmt::format("{}: its \"{}\" is {} (a {}), not a string", where, key, printable(shortened(value.dump())),
+                                value.type_name()),
+                    kEntriesAllowed);
+    }
+    return value.get<std::string>();
+}
+
+bool bool_field(const nlohmann::json& entry, const char* key, const std::string& where) {
+    if (!entry.contains(key)) return false;
+    const nlohmann::json& value = entry.at(key);
+    if (!value.is_boolean()) {
+        throw Error(fmt::format("{}: its \"{}\" is {} (a {}), not true or false", where, key, printable(shortened(value.dump())),
+                                value.type_name()),
+                    kEntriesAllowed);
+    }
+    return value.get<bool>();
+}
+
 BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
     if (!doc.is_object() || !doc.contains("benchmarks") || !doc.at("benchmarks").is_array()) {
         throw Error(source + " has no \"benchmarks\" array", "a Google Benchmark JSON file (klab-bench --benchmark_out)");
@@ -128,29 +154,32 @@ BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
     std::map<std::string, std::map<std::string, std::vector<double>>> counter_samples;
     for (const nlohmann::json& entry : doc.at("benchmarks")) {
         if (!entry.is_object() || !entry.contains("name") || !entry.at("name").is_string()) {
-            throw Error(source + ": a benchmark entry without a name", "entries as Google Benchmark writes them");
+            throw Error(source + ": a benchmark entry without a name", kEntriesAllowed);
         }
-        if (entry.value("run_type", std::string("iteration")) != "iteration") continue;  // aggregates are recomputed
-        const std::string full_name = entry.value("run_name", entry.at("name").get<std::string>());
+        const std::string where = fmt::format("{}: benchmark {}", source, printable(entry.at("name").get<std::string>()));
+        if (text_field(entry, "run_type", "iteration", where) != "iteration") continue;  // aggregates are recomputed
+        const std::string full_name = text_field(entry, "run_name", entry.at("name").get<std::string>(), where);
         const std::string name(without_manual_time(full_name));
         auto it = std::find_if(file.runs.begin(), file.runs.end(), [&](const BenchRun& r) { return r.name == name; });
         if (it == file.runs.end()) {
             BenchRun run;
             run.name = name;
             run.parts = BenchName::parse(name);
-            run.label = entry.value("label", std::string());
+            run.label = text_field(entry, "label", "", where);
             file.runs.push_back(std::move(run));
             it = std::prev(file.runs.end());
         }
-        if (entry.value("error_occurred", false)) {
-            it->error = entry.value("error_message", std::string("failed"));
+        if (bool_field(entry, "error_occurred", where)) {
+            it->error = text_field(entry, "error_message", "failed", where);
             continue;
         }
-        if (!entry.contains("real_time") || !entry.at("real_time").is_number()) {
-            throw Error(source + ": benchmark " + printable(name) + " has no real_time", "entries as Google Benchmark writes them");
+        if (!entry.contains("real_time")) throw Error(where + " has no real_time", kEntriesAllowed);
+        if (!entry.at("real_time").is_number()) {
+            throw Error(fmt::format("{}: its \"real_time\" is {}, not a number", where, printable(shortened(entry.at("real_time").dump()))),
+                        kEntriesAllowed);
         }
         const double real_time = entry.at("real_time").get<double>();
-        const double us = real_time * microseconds_per_unit(entry.value("time_unit", std::string("ns")), source);
+        const double us = real_time * microseconds_per_unit(text_field(entry, "time_unit", "ns", where), source);
         if (!(us >= 0.0) || !std::isfinite(us)) {
             throw Error(fmt::format("{}: benchmark {} has the real_time {}", source, printable(name), real_time),
                         "a time >= 0 (in microseconds within a double's range), as Google Benchmark writes it");
@@ -188,7 +217,7 @@ BenchFile parse_bench_json(const std::string& text, const std::string& source) {
         return parse_document(doc, source);
     } catch (const nlohmann::json::exception& e) {
         // A field of another type than Google Benchmark writes (a numeric run_type, a string label...).
-        throw Error(fmt::format("{}: {}", source, printable(shortened(e.what()))), "entries as Google Benchmark writes them");
+        throw Error(fmt::format("{}: {}", source, printable(shortened(e.what()))), kEntriesAllowed);
     }
 }
 

@@ -253,6 +253,19 @@ TEST(BenchJson, InvalidFilesAreRefusedWithTheReason) {
     EXPECT_NE(message_of("{\"benchmarks\": [{\"real_time\": 1}]}").find("without a name"), std::string::npos);
     EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"time_unit\": \"h\"}]}").find("unknown time_unit"),
               std::string::npos);
+    // A field of another type than Google Benchmark writes is named, with what it holds.
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": \"fast\"}]}")
+                  .find("bad.json: benchmark a: its \"real_time\" is \"fast\", not a number"),
+              std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\"}]}").find("bad.json: benchmark a has no real_time"), std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"label\": 7}]}")
+                  .find("bad.json: benchmark a: its \"label\" is 7 (a number), not a string"),
+              std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"run_type\": 1}]}").find("its \"run_type\" is 1"),
+              std::string::npos);
+    EXPECT_NE(message_of("{\"benchmarks\": [{\"name\": \"a\", \"real_time\": 1, \"error_occurred\": \"no\"}]}")
+                  .find("its \"error_occurred\" is \"no\" (a string), not true or false"),
+              std::string::npos);
     // A parser quotes what it last read: an unterminated string is shortened to a readable line.
     const std::string unterminated = message_of("{\"benchmarks\": [{\"name\": \"" + std::string(5000, 'a'));
     EXPECT_NE(unterminated.find("bad.json is not JSON"), std::string::npos) << unterminated;
