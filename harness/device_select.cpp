@@ -20,17 +20,20 @@ std::string visibility_note(const char* visible_devices) {
 
 }  // namespace
 
-DeviceRequest parse_device_request(const std::string& text) {
+DeviceRequest parse_device_request(const std::string& text, bool all_allowed, const std::string& command) {
     DeviceRequest request;
     request.given = true;
+    request.all_allowed = all_allowed;
     if (text == "all") {
         request.all = true;
+        if (!all_allowed) (void)select_one_device(request, command);  // throws its message
         return request;
     }
     const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
     if (!digits) {
-        throw Error(fmt::format("--device {}: not a device index", text.empty() ? "''" : text),
-                    "--device N (0, 1, ... as `klab info` lists them) or --device all");
+        throw Error(fmt::format("--device {}: not a device index", text.empty() ? "''" : printable(text)),
+                    all_allowed ? "--device N (0, 1, ... as `klab info` lists them) or --device all"
+                                : "--device N (0, 1, ... as `klab info` lists them)");
     }
     request.index = std::stoi(text);
     return request;
@@ -54,7 +57,8 @@ std::vector<DeviceInfo> requested_devices(const DeviceRequest& request, const De
     const int last = query.devices.back().index;
     throw Error(fmt::format("--device {}: there is no CUDA device {}; the devices here are {}{}", request.index, request.index,
                             listed, visibility_note(visible_devices)),
-                last == 0 ? "--device 0 or --device all" : fmt::format("--device 0 ... {}, or --device all", last));
+                fmt::format("{}{}", last == 0 ? "--device 0" : fmt::format("--device 0 ... {}", last),
+                            request.all_allowed ? (last == 0 ? " or --device all" : ", or --device all") : ""));
 }
 
 void use_device(int index) { KLAB_CUDA_CHECK(cudaSetDevice(index)); }

@@ -19,10 +19,12 @@ struct DeviceRequest {
     bool given = false;  // false: no --device, the current device
     bool all = false;    // --device all
     int index = 0;       // --device N (given && !all)
+    bool all_allowed = true;  // false for a command of one device: its messages do not offer "all"
 };
 
-// "N" (a device index, 0 or more) or "all"; throws klab::Error naming the text and what is allowed.
-DeviceRequest parse_device_request(const std::string& text);
+// "N" (a device index, 0 or more) or, where `all_allowed`, "all"; throws klab::Error naming the
+// text and what is allowed (for a command of one device, `command` names it).
+DeviceRequest parse_device_request(const std::string& text, bool all_allowed = true, const std::string& command = "");
 
 // The devices a request names among `query`'s: all of them for "all" or no --device (then the
 // caller takes the current one), else the one of index N. Throws klab::Error when there is none,

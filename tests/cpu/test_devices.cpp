@@ -75,6 +75,24 @@ TEST(DeviceRequest, NamesTheDevicesItSelects) {
     expect_error([] { select_one_device(parse_device_request("all"), "klab-bench"); }, "--device all: klab-bench runs on one device");
 }
 
+// A command of one device (klab-bench) does not offer "--device all" in its messages.
+TEST(DeviceRequest, ACommandOfOneDeviceDoesNotOfferAll) {
+    expect_error([] { parse_device_request("all", false, "klab-bench"); }, "--device all: klab-bench runs on one device");
+    try {
+        parse_device_request("x", false, "klab-bench");
+        ADD_FAILURE() << "x was taken";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), "--device x: not a device index; allowed: --device N (0, 1, ... as `klab info` lists them)");
+    }
+    try {
+        requested_devices(parse_device_request("7", false, "klab-bench"), fake_machine(), nullptr);
+        ADD_FAILURE() << "device 7 was found";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("allowed: --device 0 ... 2"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("--device all"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace
 }  // namespace klab
 
