@@ -143,23 +143,27 @@ void add_context(const std::optional<DeviceInfo>& device) {
 class OutputFile {
 public:
     // Rewrites a --benchmark_out=PATH argument to the file beside PATH; others are left alone. The
-    // last one counts, as in Google Benchmark (an empty PATH: no output). PATH's place is checked
-    // now (a directory, a missing or read-only folder), not after the whole run.
+    // last one counts, as in Google Benchmark (an empty PATH: no output).
     void redirect(std::string& arg) {
         static const std::string kFlag = "--benchmark_out=";
         if (arg.rfind(kFlag, 0) != 0) return;
         target_ = arg.substr(kFlag.size());
         partial_.clear();
-        registration_.reset();
         if (target_.empty()) return;
+        partial_ = target_.string() + fmt::format(".partial-{}", getpid());
+        arg = kFlag + partial_.string();
+    }
+    // After every argument was seen: the last PATH's place is checked now (a directory, a missing
+    // or read-only folder), not after the whole run, and the file beside it is registered for
+    // removal by a signal that ends the run.
+    void prepare() {
+        if (partial_.empty()) return;
         std::error_code ec;
         if (!target_.has_filename() || std::filesystem::is_directory(target_, ec)) {
-            throw Error(fmt::format("{}: a directory, not a file", arg), "--benchmark_out=FILE");
+            throw Error(fmt::format("--benchmark_out={}: a directory, not a file", target_.string()), "--benchmark_out=FILE");
         }
         io::check_file_writable(target_);
-        partial_ = target_.string() + fmt::format(".partial-{}", getpid());
         registration_.emplace(partial_.string());
-        arg = kFlag + partial_.string();
     }
     // After the run: PATH replaced when a benchmark ran, the file beside it removed otherwise.
     // False when PATH could not be replaced (the reason printed).
@@ -297,6 +301,12 @@ int bench_main(int argc, char** argv) {
         }
         if (r.rfind("--benchmark_list_tests", 0) == 0) listing = lists_benchmarks(r);
         args.push_back(r.data());
+    }
+    try {
+        output.prepare();
+    } catch (const Error& e) {
+        std::fprintf(stderr, "klab-bench: %s\n", e.what());
+        return 2;
     }
     // The default minimum time per repetition, as a flag: a per-benchmark MinTime() would be
     // appended to every benchmark's name. Google Benchmark 1.8 wants a unit suffix, 1.7 a number.

@@ -119,11 +119,12 @@ void check_learn_noise_files(const CompareCliOptions& o) {
         }
         for (std::size_t j = 0; j < i; ++j) {
             if (io::file_identity(o.files[j]) == io::file_identity(o.files[i])) {
-                throw Error(fmt::format("the run '{}' is given twice (as '{}')", printable(o.files[j]), printable(o.files[i])),
-                            allowed);
+                const std::string also = o.files[j] == o.files[i] ? "" : fmt::format(" (also as '{}')", printable(o.files[i]));
+                throw Error(fmt::format("the run '{}' is given twice{}", printable(o.files[j]), also), allowed);
             }
         }
     }
+    io::check_file_writable(out);  // a directory, a missing or read-only folder: said as such
     std::error_code ec;
     if (fs::exists(out, ec)) {
         try {
@@ -135,7 +136,6 @@ void check_learn_noise_files(const CompareCliOptions& o) {
                         allowed + " (remove an old one first)");
         }
     }
-    io::check_file_writable(out);
 }
 
 void run_learn_noise(const CompareCliOptions& o) {

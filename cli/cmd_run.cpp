@@ -106,12 +106,34 @@ std::vector<fs::path> folders_to_make(const fs::path& path) {
 // bench.json is a file or free.
 void check_results_folder(const fs::path& out) {
     const std::string allowed = "--out DIR (or --results DIR): a writable directory, made where missing";
-    std::error_code ec;
+    // Up to the nearest path that is there: a dangling link, a loop of links or a folder that
+    // cannot be searched is not "missing" (create_directories would fail on it, after the tuning).
     fs::path existing = out;
-    while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
-    if (existing.empty()) existing = ".";
+    for (;;) {
+        std::error_code ec;
+        const fs::file_status status = fs::symlink_status(existing, ec);
+        if (status.type() != fs::file_type::not_found) {
+            if (ec) {
+                throw FileSystemError(ec.value(),
+                                      fmt::format("cannot write the results into {}: {}: {}", out.string(), existing.string(),
+                                                  ec.message()),
+                                      allowed);
+            }
+            break;
+        }
+        if (!existing.has_parent_path()) {
+            existing = ".";
+            break;
+        }
+        existing = existing.parent_path();
+    }
+    std::error_code ec;
     if (!fs::is_directory(existing, ec)) {
-        throw Error(fmt::format("cannot write the results into {}: {} is not a directory", out.string(), existing.string()),
+        std::error_code link_ec;
+        const bool link = fs::is_symlink(fs::symlink_status(existing, link_ec));
+        throw Error(fmt::format("cannot write the results into {}: {} is not a directory{}", out.string(), existing.string(),
+                                link ? fmt::format(" (a link that leads to none: {})", ec ? ec.message() : "not a directory")
+                                     : ""),
                     allowed);
     }
     if (existing == out) {

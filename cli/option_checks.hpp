@@ -22,7 +22,14 @@ CLI::Validator number_from(T lowest, T highest) {
     return CLI::Validator(
         [lowest, highest, kind, allowed](std::string& text) -> std::string {
             T value{};
-            if (!CLI::detail::lexical_cast(text, value)) return fmt::format("'{}' is not {}; allowed: {}", printable(text), kind, allowed);
+            if (!CLI::detail::lexical_cast(text, value)) {
+                // An integer too large for T fails the cast too: it is out of range, not "not an integer".
+                long double wide = 0;
+                const bool number = CLI::detail::lexical_cast(text, wide);
+                const bool whole = text.find_first_not_of("+-0123456789") == std::string::npos;
+                if (number && (whole || !std::is_integral_v<T>)) return fmt::format("{} is out of range; allowed: {}", text, allowed);
+                return fmt::format("'{}' is not {}; allowed: {}", printable(text), kind, allowed);
+            }
             if (!(value >= lowest && value <= highest)) return fmt::format("{} is out of range; allowed: {}", text, allowed);
             return std::string();
         },

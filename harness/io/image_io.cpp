@@ -230,7 +230,7 @@ std::string read_all(std::istream& in, const fs::path& path, std::uintmax_t max_
     // A directory opens as a stream on Linux and fails at its first read: say what it is instead.
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
-    if (!ec && fs::is_directory(status)) throw FileSystemError(EISDIR, fmt::format("{} is a directory", name), allowed);
+    if (!ec && fs::is_directory(status)) throw Error(fmt::format("{} is a directory", name), allowed);
     if (!ec && fs::is_regular_file(status)) {
         const std::uintmax_t size = fs::file_size(path, ec);
         if (!ec && size > max_bytes) throw too_large(name, max_bytes, allowed, size);

@@ -222,7 +222,10 @@ NB_MODULE(_klab, m) {
         } catch (const klab::FileSystemError& e) {
             // OSError(errno, text) is built as the subclass its errno names (FileNotFoundError,
             // PermissionError, IsADirectoryError, ...), with e.errno set.
-            PyObject* const arguments = Py_BuildValue("(is)", e.error_number(), e.what());
+            // The message may quote a path that is not UTF-8: its bytes are kept as \xNN escapes.
+            const std::string text = e.what();
+            PyObject* const arguments = Py_BuildValue(
+                "(iN)", e.error_number(), PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
             if (arguments != nullptr) {
                 PyErr_SetObject(PyExc_OSError, arguments);
                 Py_DECREF(arguments);

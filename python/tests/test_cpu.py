@@ -86,6 +86,9 @@ def test_file_system_errors_are_oserrors(tmp_path):
     assert missing.value.errno == errno.ENOENT
     with pytest.raises(IsADirectoryError):
         klab.read_image(tmp_path)
+    # A name that is not UTF-8 (Linux allows any bytes) is quoted with escapes, not a UnicodeDecodeError.
+    with pytest.raises(FileNotFoundError, match=r"\\xffmissing.png"):
+        klab.read_image(os.fsencode(tmp_path) + b"/\xffmissing.png")
     with pytest.raises(FileNotFoundError, match="directory '.*no-such-dir' does not exist"):
         klab.write_image(tmp_path / "no-such-dir" / "a.png", image())
     with pytest.raises(IsADirectoryError, match="it is an existing directory"):

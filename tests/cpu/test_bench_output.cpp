@@ -173,7 +173,19 @@ TEST_F(BenchOutput, AnOutThatCannotHoldTheResultsIsRefusedFirst) {
         fmt::format("{} --klab_study=smoke --benchmark_out={}", KLAB_BENCH_PATH, (dir / "no-such-dir" / "x.json").string()));
     EXPECT_EQ(bench.exit_code, 2) << bench.output;
     EXPECT_NE(bench.output.find("does not exist"), std::string::npos) << bench.output;
-    EXPECT_EQ(files_in_dir(), 2) << "only file and taken/";
+    // A link to nothing is no folder to make: refused as such, before any step.
+    fs::create_symlink(dir / "nowhere", dir / "dangling");
+    const test::CommandResult dangling =
+        test::run_command(fmt::format("{} run --study smoke --no-report --out {}", KLAB_CLI_PATH, (dir / "dangling").string()));
+    EXPECT_EQ(dangling.exit_code, 2) << dangling.output;
+    EXPECT_NE(dangling.output.find("is not a directory (a link that leads to none"), std::string::npos) << dangling.output;
+    EXPECT_EQ(dangling.output.find("== "), std::string::npos) << "refused before any step\n" << dangling.output;
+    // Only klab-bench's last --benchmark_out counts, as in Google Benchmark: an earlier one is not checked.
+    const test::CommandResult last = test::run_command(
+        fmt::format("{} --klab_study=smoke --benchmark_filter=no-such-row --benchmark_out={} --benchmark_out={}", KLAB_BENCH_PATH,
+                    (dir / "no-such-dir" / "x.json").string(), (dir / "x.json").string()));
+    EXPECT_NE(last.output.find("no benchmark ran"), std::string::npos) << last.output;
+    EXPECT_EQ(files_in_dir(), 3) << "only file, taken/ and the link";
 }
 
 // --list prints the study's names (those --filter matches) and runs nothing; a malformed --filter

@@ -110,6 +110,7 @@ TEST_F(Cli, ACommandLineTheParserRefusesExits2) {
                    "--jpeg-quality: 101 is out of range; allowed: an integer from 1 to 100");
     expect_failure("tune --plan-for H200 --min-occupancy nan", "--min-occupancy: nan is out of range; allowed: a number from 0.01 to 1");
     expect_failure("run --repetitions 1.5", "--repetitions: '1.5' is not an integer");
+    expect_failure("tune --plan-for H200 --min-samples 3000000000", "--min-samples: 3000000000 is out of range");
     EXPECT_FALSE(fs::exists(dir / "a.png"));
 }
 

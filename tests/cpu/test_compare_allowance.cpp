@@ -220,6 +220,12 @@ TEST_F(CompareCli, TheNoiseFileAndItsRunsAreChecked) {
     r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "fresh.json").string(), h200, (dir_ / "." / "h200.json").string()));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("is given twice"), std::string::npos) << r.output;
+    fs::create_directory(dir_ / "folder");
+    r = klab(fmt::format("compare --learn-noise {} {} {}", (dir_ / "folder").string(), h200, h200_again));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("it is an existing directory"), std::string::npos) << r.output;
+    r = klab(fmt::format("compare --learn-noise {} {} {} {}", (dir_ / "fresh.json").string(), h200, h200_again, h200));
+    EXPECT_NE(r.output.find(fmt::format("the run '{}' is given twice; allowed", h200)), std::string::npos) << r.output;
     EXPECT_EQ(read_text(h200), before);
     EXPECT_EQ(read_text(other), "{\"mine\": true}");
     EXPECT_FALSE(fs::exists(dir_ / "fresh.json"));

@@ -350,10 +350,11 @@ TEST_F(Faults, ASignalThatEndsTheProcessRemovesItsTemporaryFiles) {
 }
 
 // klab run's output while the benchmarks run: bench.json.partial-PID (and klab-bench's own file
-// beside it) is removed by a signal that ends the run, as a temporary file of a write is. The
+// beside it) is removed by a signal that ends the run, as a temporary file of a write is; and so
+// is klab-bench's when it runs on its own. The
 // signal comes once one of them exists (on this machine, the CPU reference's rows of the smoke
 // study; on a GPU machine, the GPU's).
-TEST_F(Faults, ASignalDuringKlabRunsBenchmarksLeavesNoPartialOutput) {
+TEST_F(Faults, ASignalDuringTheBenchmarksLeavesNoPartialOutput) {
     const fs::path out = dir / "run";
     const auto partial_files = [&] {
         std::vector<std::string> found;
@@ -363,12 +364,26 @@ TEST_F(Faults, ASignalDuringKlabRunsBenchmarksLeavesNoPartialOutput) {
         }
         return found;
     };
-    ChildProcess klab({KLAB_CLI_PATH, "run", "--study", "smoke", "--no-tune", "--no-report", "--out", out.string()},
+    // 100 repetitions: a run far longer than the time the signal takes to arrive (it ends the run).
+    ChildProcess klab({KLAB_CLI_PATH, "run", "--study", "smoke", "--no-tune", "--no-report", "--repetitions", "100", "--out",
+                       out.string()},
                       dir.string());
     ASSERT_TRUE(klab.read_until([&](const std::string&) { return !partial_files().empty(); })) << klab.output();
     klab.send(SIGTERM);
     const int status = klab.wait();
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << describe_status(status) << "\n" << klab.output();
+    EXPECT_TRUE(partial_files().empty()) << fmt::format("{}", fmt::join(partial_files(), ", "));
+    EXPECT_FALSE(fs::exists(out / "bench.json"));
+
+    // klab-bench on its own: its PATH.partial-PID goes too.
+    ChildProcess bench({KLAB_BENCH_PATH, "--klab_study=smoke", "--benchmark_repetitions=100", "--benchmark_out_format=json",
+                        "--benchmark_out=" + (out / "bench.json").string()},
+                       dir.string());
+    ASSERT_TRUE(bench.read_until([&](const std::string&) { return !partial_files().empty(); })) << bench.output();
+    bench.send(SIGTERM);
+    const int bench_status = bench.wait();
+    EXPECT_TRUE(WIFSIGNALED(bench_status) && WTERMSIG(bench_status) == SIGTERM) << describe_status(bench_status) << "\n"
+                                                                               << bench.output();
     EXPECT_TRUE(partial_files().empty()) << fmt::format("{}", fmt::join(partial_files(), ", "));
     EXPECT_FALSE(fs::exists(out / "bench.json"));
 }
