@@ -69,7 +69,9 @@ void add_report_command(CLI::App& app) {
         cmd->add_option("--plot-script", o->plot_script, "The script that draws the plots from plot-data.json (needs python3 with matplotlib)")
             ->capture_default_str()
             ->check(CLI::ExistingFile);  // one given that is not there is a typo: refused, not a warning
-    CLI::Option* no_plots = cmd->add_flag("--no-plots", o->no_plots, "Write report.md and plot-data.json without drawing the plots");
+    CLI::Option* no_plots = cmd->add_flag("--no-plots", o->no_plots,
+                                          "Write report.md and plot-data.json without drawing the plots (PNGs already in the "
+                                          "folder are left as they are; report.md links none)");
     CLI::Option* readme_table =
         cmd->add_flag("--readme-table", o->readme_table,
                       "Print the README's results table (Markdown: the seeds' fastest variant against klab's on a few headline "
