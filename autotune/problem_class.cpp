@@ -19,8 +19,9 @@ namespace {
 constexpr const char* kClassFormat =
     "RESOLUTION/WxH/cC/LAYOUT, e.g. HD/3x3/c3/aos, sobel/RESOLUTION/cC/LAYOUT or integral/RESOLUTION/cC/LAYOUT/u32|u64 "
     "(RESOLUTION one of 480p 720p HD 4K 8K; u64 only at 8K)";
-// The largest square image whose sums fit u32: the 8K bucket's u32 class is measured on it.
-constexpr int kLargestU32Square = 4096;
+// A square image whose sums fit u32 (2^24 pixels; the largest such square is 4104 x 4104): the 8K
+// bucket's u32 class is measured on it.
+constexpr int kU32Square = 4096;
 
 const synth::Resolution& bucket_named(std::string_view name) {
     for (const synth::Resolution& r : synth::named_resolutions()) {
@@ -148,7 +149,7 @@ Problem representative_problem(const ProblemClass& c) {
         p.border = replicate;
         const bool wide = reference::integral_type(shape.width, shape.height) == reference::IntegralType::u64;
         if (c.op == Operation::integral && wide != c.wide_sums) {  // only the 8K bucket's u32 class
-            shape.width = shape.height = kLargestU32Square;
+            shape.width = shape.height = kU32Square;
         }
         p.shape = shape;
         return p;

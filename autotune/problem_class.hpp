@@ -47,7 +47,8 @@ int resolution_rank(std::string_view bucket);
 // The problem the tuner measures for a class. Convolutions: square masks a Gaussian of that size,
 // others a box-like mask of the class's sides. Sobel: the bucket's image. Integral: the bucket's
 // image where its sums have the class's type; the 8K bucket's u32 class (images from 16.6 M to
-// 16.8 M pixels) is measured on 4096 x 4096, the largest square whose sums fit u32.
+// 16.8 M pixels) is measured on 4096 x 4096 (2^24 pixels), a square whose sums fit u32 (the largest
+// such square is 4104 x 4104).
 Problem representative_problem(const ProblemClass& c);
 // The same for one variant: for a convolution the Gaussian problem when the variant supports it,
 // else the box mask of the class's sides when it supports that (conv.box_integral takes box masks

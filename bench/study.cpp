@@ -65,7 +65,7 @@ Study parse_study(std::string_view text) {
     if (text == "smoke") return Study::smoke;
     if (text == "quick") return Study::quick;
     if (text == "full") return Study::full;
-    throw Error(fmt::format("study '{}'", text), "full (the seeds' study), quick (HD and 8K) or smoke (tiny images)");
+    throw Error(fmt::format("study '{}'", text), "full (the seeds' study), quick (HD and 8K, and the integral images at 4K and 4096x4096) or smoke (tiny images)");
 }
 
 const char* to_string(Study study) {
@@ -178,7 +178,7 @@ std::vector<BenchCase> gpu_study(Study study, bool with_npp, ShapeLister block_s
     }
     // 6. The other operations at 8K: separable 9x9 against NPP's other filters; box filters of three
     // sizes (running sums cost the same for each); Sobel (RGB and gray, HD as well); the integral image, gray
-    // (8K needs u64; 4K and 4096x4096, the largest u32 size, are u32) and RGB.
+    // (8K needs u64; 4K and 4096x4096, near the largest u32 size, are u32) and RGB.
     npp("npp.filter32f", "8K", gaussian("8K", 9));
     npp("npp.separable32f", "8K", gaussian("8K", 9));
     for (int k : {3, 9, 31}) convolution_rows("8K", convolve_problem(shape_of("8K", 3, Layout::aos), masks::box(k), kReplicate));
