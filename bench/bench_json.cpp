@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,28 +119,20 @@ namespace {
 
 constexpr const char* kEntriesAllowed = "entries as Google Benchmark writes them";
 
-// entry[key], `fallback` where it is absent; a field of another type is refused by its name, where
-// nlohmann's message ("type must be string, but is number") would not name it.
-std::string text_field(const nlohmann::json& entry, const char* key, const std::string& fallback, const std::string& where) {
+// entry[key] as T (std::string or bool), `fallback` where it is absent; a field of another type is
+// refused by its name, where nlohmann's message ("type must be string, but is number") would not
+// name it.
+template <class T>
+T field(const nlohmann::json& entry, const char* key, const T& fallback, const std::string& where) {
     if (!entry.contains(key)) return fallback;
     const nlohmann::json& value = entry.at(key);
-    if (!value.is_string()) {
-        throw Error(fmt::format("{}: its \"{}\" is {} (a {}), not a string", where, key, printable(shortened(value.dump())),
-                                value.type_name()),
+    constexpr bool text = std::is_same_v<T, std::string>;
+    if (text ? !value.is_string() : !value.is_boolean()) {
+        throw Error(fmt::format("{}: its \"{}\" is {} (a {}), not {}", where, key, printable(shortened(value.dump())),
+                                value.type_name(), text ? "a string" : "true or false"),
                     kEntriesAllowed);
     }
-    return value.get<std::string>();
-}
-
-bool bool_field(const nlohmann::json& entry, const char* key, const std::string& where) {
-    if (!entry.contains(key)) return false;
-    const nlohmann::json& value = entry.at(key);
-    if (!value.is_boolean()) {
-        throw Error(fmt::format("{}: its \"{}\" is {} (a {}), not true or false", where, key, printable(shortened(value.dump())),
-                                value.type_name()),
-                    kEntriesAllowed);
-    }
-    return value.get<bool>();
+    return value.get<T>();
 }
 
 BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
@@ -157,20 +151,20 @@ BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
             throw Error(source + ": a benchmark entry without a name", kEntriesAllowed);
         }
         const std::string where = fmt::format("{}: benchmark {}", source, printable(entry.at("name").get<std::string>()));
-        if (text_field(entry, "run_type", "iteration", where) != "iteration") continue;  // aggregates are recomputed
-        const std::string full_name = text_field(entry, "run_name", entry.at("name").get<std::string>(), where);
+        if (field<std::string>(entry, "run_type", "iteration", where) != "iteration") continue;  // aggregates are recomputed
+        const std::string full_name = field<std::string>(entry, "run_name", entry.at("name").get<std::string>(), where);
         const std::string name(without_manual_time(full_name));
         auto it = std::find_if(file.runs.begin(), file.runs.end(), [&](const BenchRun& r) { return r.name == name; });
         if (it == file.runs.end()) {
             BenchRun run;
             run.name = name;
             run.parts = BenchName::parse(name);
-            run.label = text_field(entry, "label", "", where);
+            run.label = field<std::string>(entry, "label", "", where);
             file.runs.push_back(std::move(run));
             it = std::prev(file.runs.end());
         }
-        if (bool_field(entry, "error_occurred", where)) {
-            it->error = text_field(entry, "error_message", "failed", where);
+        if (field<bool>(entry, "error_occurred", false, where)) {
+            it->error = field<std::string>(entry, "error_message", "failed", where);
             continue;
         }
         if (!entry.contains("real_time")) throw Error(where + " has no real_time", kEntriesAllowed);
@@ -179,7 +173,7 @@ BenchFile parse_document(const nlohmann::json& doc, const std::string& source) {
                         kEntriesAllowed);
         }
         const double real_time = entry.at("real_time").get<double>();
-        const double us = real_time * microseconds_per_unit(text_field(entry, "time_unit", "ns", where), source);
+        const double us = real_time * microseconds_per_unit(field<std::string>(entry, "time_unit", "ns", where), source);
         if (!(us >= 0.0) || !std::isfinite(us)) {
             throw Error(fmt::format("{}: benchmark {} has the real_time {}", source, printable(name), real_time),
                         "a time >= 0 (in microseconds within a double's range), as Google Benchmark writes it");

@@ -7,7 +7,8 @@
 // Errors: klab::VerificationFailed becomes klab.VerificationError (a RuntimeError), CUDA errors
 // RuntimeError, a file system's error (klab::FileSystemError: a file not found, a directory not
 // writable) the OSError subclass of its errno, every other klab::Error (bad input: a filter spec, a
-// border, a variant, a buffer, a file that is not an image) ValueError. The GIL is released while klab works.
+// border, a variant, a buffer, a file that is not an image) ValueError. The GIL is released while
+// klab works.
 #include <cstdint>
 #include <cstring>
 #include <memory>
