@@ -277,7 +277,7 @@ int bench_main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
         settings().study = parse_study(study);
-        if (!device_option.empty()) (void)select_one_device(parse_device_request(device_option, false, "klab-bench"), "klab-bench");
+        if (!device_option.empty()) (void)select_one_device(parse_device_request(device_option, false), "klab-bench");
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;  // CLI11's own error numbers: 2, as for any refused input
     } catch (const Error& e) {

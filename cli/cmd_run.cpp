@@ -93,12 +93,28 @@ void list_study(const RunOptions& o) {
     }
 }
 
-// The folders create_directories(path) would make, outermost first: `path`'s ancestors that do
-// not exist yet (on the normal form of the path, so that "a/../b" or "c/" name what is made).
+// `path` or its nearest ancestor that is there ("." for a relative path none of whose folders is),
+// by symlink_status: a dangling link or a loop of links is there, not missing (create_directories
+// would fail on it). `missing` gets the folders create_directories(path) would make, outermost
+// first (on the normal form of the path, so that "a/../b" or "c/" name what is made). `ec` is set
+// where a path cannot be examined (a folder that cannot be searched); the walk stops there.
+fs::path nearest_existing(const fs::path& path, std::vector<fs::path>& missing, std::error_code& ec) {
+    missing.clear();
+    fs::path p = path;
+    for (;;) {
+        const fs::file_status status = fs::symlink_status(p, ec);
+        if (status.type() != fs::file_type::not_found) return p;
+        ec.clear();
+        missing.insert(missing.begin(), p);
+        if (!p.has_parent_path()) return ".";
+        p = p.parent_path();
+    }
+}
+
 std::vector<fs::path> folders_to_make(const fs::path& path) {
     std::vector<fs::path> missing;
     std::error_code ec;
-    for (fs::path p = path; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) missing.insert(missing.begin(), p);
+    (void)nearest_existing(path, missing, ec);
     return missing;
 }
 
@@ -106,26 +122,14 @@ std::vector<fs::path> folders_to_make(const fs::path& path) {
 // bench.json is a file or free.
 void check_results_folder(const fs::path& out) {
     const std::string allowed = "--out DIR (or --results DIR): a writable directory, made where missing";
-    // Up to the nearest path that is there: a dangling link, a loop of links or a folder that
-    // cannot be searched is not "missing" (create_directories would fail on it, after the tuning).
-    fs::path existing = out;
-    for (;;) {
-        std::error_code ec;
-        const fs::file_status status = fs::symlink_status(existing, ec);
-        if (status.type() != fs::file_type::not_found) {
-            if (ec) {
-                throw FileSystemError(ec.value(),
-                                      fmt::format("cannot write the results into {}: {}: {}", out.string(), existing.string(),
-                                                  ec.message()),
-                                      allowed);
-            }
-            break;
-        }
-        if (!existing.has_parent_path()) {
-            existing = ".";
-            break;
-        }
-        existing = existing.parent_path();
+    std::vector<fs::path> missing;
+    std::error_code walk_ec;
+    const fs::path existing = nearest_existing(out, missing, walk_ec);
+    if (walk_ec) {
+        throw FileSystemError(walk_ec.value(),
+                              fmt::format("cannot write the results into {}: {}: {}", out.string(), existing.string(),
+                                          walk_ec.message()),
+                              allowed);
     }
     std::error_code ec;
     if (!fs::is_directory(existing, ec)) {
@@ -136,7 +140,7 @@ void check_results_folder(const fs::path& out) {
                                      : ""),
                     allowed);
     }
-    if (existing == out) {
+    if (missing.empty()) {
         io::check_file_writable(out / "bench.json");  // a writable folder, bench.json not a directory
     } else if (::access(existing.c_str(), W_OK) != 0) {
         const int error_number = errno;

@@ -139,8 +139,7 @@ std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skip
     // A class given twice (--size HD --size HD, --class C --class C) is tuned once.
     std::vector<ProblemClass> distinct;
     for (const ProblemClass& c : classes) {
-        const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const ProblemClass& d) { return to_string(d) == to_string(c); });
-        if (!seen) distinct.push_back(c);
+        if (std::find(distinct.begin(), distinct.end(), c) == distinct.end()) distinct.push_back(c);
     }
     classes = std::move(distinct);
     // A variant named with --variant that no class can take (conv.halo_tiled with --op sobel) would

@@ -20,13 +20,12 @@ std::string visibility_note(const char* visible_devices) {
 
 }  // namespace
 
-DeviceRequest parse_device_request(const std::string& text, bool all_allowed, const std::string& command) {
+DeviceRequest parse_device_request(const std::string& text, bool all_allowed) {
     DeviceRequest request;
     request.given = true;
     request.all_allowed = all_allowed;
     if (text == "all") {
         request.all = true;
-        if (!all_allowed) (void)select_one_device(request, command);  // throws its message
         return request;
     }
     const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;

@@ -22,9 +22,9 @@ struct DeviceRequest {
     bool all_allowed = true;  // false for a command of one device: its messages do not offer "all"
 };
 
-// "N" (a device index, 0 or more) or, where `all_allowed`, "all"; throws klab::Error naming the
-// text and what is allowed (for a command of one device, `command` names it).
-DeviceRequest parse_device_request(const std::string& text, bool all_allowed = true, const std::string& command = "");
+// "N" (a device index, 0 or more) or "all"; throws klab::Error naming the text and what is allowed
+// ("all" only where `all_allowed`: a command of one device refuses it in select_one_device).
+DeviceRequest parse_device_request(const std::string& text, bool all_allowed = true);
 
 // The devices a request names among `query`'s: all of them for "all" or no --device (then the
 // caller takes the current one), else the one of index N. Throws klab::Error when there is none,

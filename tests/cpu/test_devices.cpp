@@ -77,15 +77,16 @@ TEST(DeviceRequest, NamesTheDevicesItSelects) {
 
 // A command of one device (klab-bench) does not offer "--device all" in its messages.
 TEST(DeviceRequest, ACommandOfOneDeviceDoesNotOfferAll) {
-    expect_error([] { parse_device_request("all", false, "klab-bench"); }, "--device all: klab-bench runs on one device");
+    expect_error([] { select_one_device(parse_device_request("all", false), "klab-bench"); },
+                 "--device all: klab-bench runs on one device");
     try {
-        parse_device_request("x", false, "klab-bench");
+        parse_device_request("x", false);
         ADD_FAILURE() << "x was taken";
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()), "--device x: not a device index; allowed: --device N (0, 1, ... as `klab info` lists them)");
     }
     try {
-        requested_devices(parse_device_request("7", false, "klab-bench"), fake_machine(), nullptr);
+        requested_devices(parse_device_request("7", false), fake_machine(), nullptr);
         ADD_FAILURE() << "device 7 was found";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("allowed: --device 0 ... 2"), std::string::npos) << e.what();
