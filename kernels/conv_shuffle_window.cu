@@ -104,6 +104,7 @@ struct WalkTaps<Arithmetic::symmetric> : WalkTaps<Arithmetic::separable> {
 // registers, into the three output rows it touches; cvt.rni.sat.u8.f32 stores.
 template <int S, Arithmetic A>
 struct FloatWindow {
+    static constexpr int kRadius = 1;
     using Taps = Taps3x3;
     using Walk = WalkTaps<A>;
     // x[S + k] = byte k of the thread's 16, x[0 .. S) the S before them, x[16 + S ..] the S after them.
@@ -111,10 +112,10 @@ struct FloatWindow {
         float x[kElements + 2 * S];
     };
     struct Accumulators {
-        float acc[kSteps][kElements];
+        float acc[kSteps<1>][kElements];
     };
 
-    static __device__ __forceinline__ void window_row(const RawRow& raw, std::uint32_t before, std::uint32_t after, Row& row) {
+    static __device__ __forceinline__ void window_row(const RawRow<1>& raw, std::uint32_t before, std::uint32_t after, Row& row) {
         const std::uint32_t w[4] = {raw.w.x, raw.w.y, raw.w.z, raw.w.w};
         float(&x)[kElements + 2 * S] = row.x;
 #pragma unroll
@@ -125,11 +126,13 @@ struct FloatWindow {
         for (int k = 0; k < S; ++k) x[kElements + S + k] = rows::byte_to_float(after, k);
     }
 
-    template <int Phase, bool Done, bool Mid, bool Fresh>
+    // d = 0 (done: walk-tap row 2), 1 (mid) and 2 (fresh: row 0) from First to Last.
+    template <int Phase, int First, int Last>
     static __device__ __forceinline__ void accumulate(Accumulators& a, const Row& row, const Walk& t) {
-        float(&done)[kElements] = a.acc[Phase % kSteps];
-        float(&mid)[kElements] = a.acc[(Phase + 1) % kSteps];
-        float(&fresh)[kElements] = a.acc[(Phase + 2) % kSteps];
+        constexpr bool Done = First == 0, Mid = First <= 1 && Last >= 1, Fresh = Last == 2;
+        float(&done)[kElements] = a.acc[Phase % kSteps<1>];
+        float(&mid)[kElements] = a.acc[(Phase + 1) % kSteps<1>];
+        float(&fresh)[kElements] = a.acc[(Phase + 2) % kSteps<1>];
         const float(&x)[kElements + 2 * S] = row.x;
 #pragma unroll
         for (int k = 0; k < kElements; ++k) {
@@ -244,9 +247,11 @@ public:
         }
         return Support::yes();
     }
-    TuningSpace tuning_space() const override { return shuffle_window::tuning_space(); }
+    TuningSpace tuning_space() const override { return shuffle_window::tuning_space(1); }
     LaunchShape default_shape(const Problem& problem) const override { return shuffle_window::default_shape(problem); }
-    Support check_shape(const Problem&, const LaunchShape& shape) const override { return shuffle_window::check_shape(shape); }
+    Support check_shape(const Problem& problem, const LaunchShape& shape) const override {
+        return shuffle_window::check_shape(problem, shape);
+    }
     double coefficient_error(const Problem& problem) const override { return plan_mask(*problem.mask).coefficient_error; }
 
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {

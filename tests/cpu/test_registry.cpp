@@ -150,7 +150,7 @@ const std::map<std::string, int> kLargestSide = {{"conv.register_window", 9},
                                                  {"conv.separable_column_first", 9},
                                                  {"conv.separable_row_mma", 9},
                                                  {"conv.shuffle_window", 3},
-                                                 {"conv.packed_window", 3},
+                                                 {"conv.packed_window", 5},
                                                  {"conv.shuffle_ring", 9}};
 
 // Variants that take only masks whose taps follow a rule (within the sides above), and what their

@@ -301,9 +301,9 @@ bool up_to_9x9(const Mask& mask) { return mask.width() <= 9 && mask.height() <= 
 bool up_to_3x3(const Mask& mask) { return mask.width() <= 3 && mask.height() <= 3; }
 bool is_box_up_to_9_wide_area_256(const Mask& mask) { return is_box(mask) && op_conformance::up_to_9_wide_area_256(mask); }
 bool separable_up_to_9x9(const Mask& mask) { return is_separable(mask) && up_to_9x9(mask); }
-// conv.packed_window's 16-bit lanes: up to 3x3, taps k / 256 with k >= 0, summing to at most 1.
+// conv.packed_window's 16-bit lanes: up to 5x5, taps k / 256 with k >= 0, summing to at most 1.
 bool packs_into_16_bits(const Mask& mask) {
-    if (!up_to_3x3(mask)) return false;
+    if (mask.width() > 5 || mask.height() > 5) return false;
     double sum = 0.0;
     for (float c : mask.coefficients()) {
         const double k = static_cast<double>(c) * 256.0;

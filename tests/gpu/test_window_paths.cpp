@@ -1,6 +1,6 @@
 // The register-window variants' paths, which the conformance table meets in their windows only at
 // 640x480 and 1920x1080. conv.shuffle_window (16 bytes a lane, masks up to 3x3) and
-// conv.packed_window (its walk in 16-bit integer lanes, exactly): warps with 2 to 32 lanes inside
+// conv.packed_window (its walk in 16-bit integer lanes, exactly, masks up to 5x5): warps with 2 to 32 lanes inside
 // a row (the last lane inside the row, or lane 31, reads its right halo from memory, lane 0 its
 // left one), a warp with one lane inside the row (the element-wise path), rows of no multiple of 16
 // bytes and odd pitches (the element-wise path too); for conv.packed_window also white and striped
@@ -91,8 +91,8 @@ std::vector<Mask> masks_9x9() {
 }
 
 // conv.packed_window (conv.shuffle_window's walk in 16-bit integer lanes): every arithmetic it
-// picks, rank-1 with a (1, s, 1) row (gaussian, a 1x3 row), rank-1 with other rows (a 3x1 column,
-// rows (3, 2, 3)), all nine taps, a mask summing to less than 1 and the identity; all exact.
+// picks up to 3x3, rank-1 with a (1, s, 1) row (gaussian, a 1x3 row), rank-1 with other rows (a 3x1
+// column, rows (3, 2, 3)), all nine taps, a mask summing to less than 1 and the identity; all exact.
 std::vector<Mask> masks_packed() {
     return {masks::gaussian(3),
             Mask(3, 1, {0.25f, 0.5f, 0.25f}, "row121"),
@@ -102,6 +102,28 @@ std::vector<Mask> masks_packed() {
             Mask(3, 3, {1 / 256.f, 17 / 256.f, 5 / 256.f, 30 / 256.f, 99 / 256.f, 1 / 256.f, 0, 2 / 256.f, 3 / 256.f}, "small"),
             masks::box(1)};
 }
+
+// The same for 5x5 masks (the window of radius 2: five accumulator rows, halos of 2 to 8 bytes):
+// rank-1 with a (1, ..., 1) row (gaussian 5x5, a 5x1 row), rank-1 with other rows (a 1x5 column, a
+// 5x3 mask whose rows are (2, 3, 6, 3, 2) x (1, 2, 1)), all 25 taps (and a 3x5 mask, zero-padded),
+// a mask summing to less than 1; all exact.
+std::vector<Mask> masks_packed_5x5() {
+    std::vector<float> full(25), narrow(15), wide;
+    for (int k = 0; k < 25; ++k) full[static_cast<std::size_t>(k)] = static_cast<float>((k * 7) % 19) / 256.0f;  // sums to 219/256
+    for (int k = 0; k < 15; ++k) narrow[static_cast<std::size_t>(k)] = static_cast<float>((k * 5) % 13 + 1) / 256.0f;
+    for (int j : {1, 2, 1})
+        for (int i : {2, 3, 6, 3, 2}) wide.push_back(static_cast<float>(i * j) / 256.0f);
+    return {masks::gaussian(5),
+            Mask(5, 1, {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f}, "row14641"),
+            Mask(1, 5, {0.125f, 0.25f, 0.25f, 0.25f, 0.125f}, "column12221"),
+            Mask(5, 3, wide, "rank1_ends2"),
+            Mask(5, 5, full, "full5x5"),
+            Mask(3, 5, narrow, "full3x5")};
+}
+
+// Strip heights 5n + 4, blocks of at most 128 threads: what conv.packed_window takes for 5x5.
+const std::vector<LaunchShape> kShapes5x5 = {
+    {32, 1, {{"rows", 4}}}, {64, 2, {{"rows", 9}}}, {32, 4, {{"rows", 14}}}, {128, 1, {{"rows", 19}}}, {32, 2, {{"rows", 44}}}};
 
 // Runs `variant` on every format x width x height x border, cycling through the masks and shapes.
 // `exact`: the output must equal the reference's, byte for byte (else the numeric contract's rule).
@@ -164,13 +186,17 @@ TEST_F(WindowPaths, PackedWindowMatchesTheReferenceExactly) {
                 {1, 2, 7, 12, 31, 100}, true);
 }
 
+TEST_F(WindowPaths, PackedWindowMatchesTheReferenceExactlyOn5x5Masks) {
+    check_paths("conv.packed_window", window_widths, masks_packed_5x5(), kShapes5x5, {1, 3, 9, 14, 31, 100}, true);
+}
+
 // The lanes at their limits: a white image (every lane's sum at 255 x 256 + 127) and stripes of 0
-// and 255 (sums at every multiple of 1/16 of 255, ties among them), exactly.
+// and 255 (sums at every multiple of 1/16 of 255, ties among them), exactly; 3x3 and 5x5 masks.
 TEST_F(WindowPaths, PackedWindowIsExactAtTheLaneLimits) {
     const Variant& variant = Registry::instance().get("conv.packed_window");
     int n = 0;
     for (const Format& f : kFormats) {
-        for (const Mask& mask : {masks::gaussian(3), masks_packed()[4], masks::box(1)}) {
+        for (const Mask& mask : {masks::gaussian(3), masks_packed()[4], masks::box(1), masks::gaussian(5), masks_packed_5x5()[4]}) {
             const Problem problem = convolve_problem(ImageShape{96, 40, f.channels, f.layout}, mask, Border{BorderMode::reflect, 0});
             for (int pattern = 0; pattern < 2; ++pattern) {
                 ImageU8 input(problem.shape);
@@ -182,14 +208,14 @@ TEST_F(WindowPaths, PackedWindowIsExactAtTheLaneLimits) {
                 DeviceImage<std::uint8_t> out(problem.shape);
                 const DeviceMask device_mask(mask);
                 run(variant, problem, DeviceBuffers{device_buffer(in), device_buffer(out), device_mask.view()},
-                    LaunchShape{32, 2, {{"rows", 8}}});
+                    LaunchShape{32, 2, {{"rows", mask.width() > 3 ? 9 : 8}}});
                 const Verification v = verify_exact(reference::convolve(input, mask, problem.border, 0), out.download());
                 EXPECT_TRUE(v.ok()) << to_string(problem) << " pattern " << pattern << ": " << v.summary();
                 ++n;
             }
         }
     }
-    EXPECT_EQ(n, 36);
+    EXPECT_EQ(n, 60);
 }
 
 TEST_F(WindowPaths, ShuffleRingMatchesTheReference) {
