@@ -28,6 +28,7 @@
 #include "autotune/search_space.hpp"
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_cache.hpp"
+#include "bench/study.hpp"
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/device_fanout.hpp"
@@ -59,8 +60,9 @@ struct TuneCliOptions {
     std::string plan_for;  // a GPU model name: the offline plan
     bool verbose = false;
     bool missing_only = false;  // skip classes this GPU already has a current record of
-    std::vector<ProblemClass> classes;  // when set (klab run, --class): these classes instead of the product above
+    std::vector<ProblemClass> classes;  // when set (klab run, --class, --study): these classes instead of the product above
     std::vector<std::string> class_texts;  // --class
+    std::string study;                     // --study: a study's classes, as klab run tunes them
     std::string device;       // --device N or all; empty: the current device
     std::string class_share;  // "K/N": only classes K, K+N, K+2N, ... of the list (numbered from 1)
 };
@@ -101,6 +103,23 @@ std::vector<Operation> chosen_operations(const TuneCliOptions& o) {
     }
     if (ops.empty()) ops = {Operation::convolve, Operation::sobel, Operation::integral};
     return ops;
+}
+
+// --study: the classes klab run tunes first for that study, of the chosen operations only (--op,
+// else the --variant ones'), so that `klab tune --study full --missing-only` is klab run's tuning
+// phase alone, and --variant narrows it without a line per class of another operation.
+std::vector<ProblemClass> study_classes(const TuneCliOptions& o) {
+    const std::vector<Operation> ops = chosen_operations(o);
+    std::vector<ProblemClass> classes;
+    for (const ProblemClass& c : bench::tuned_classes(bench::parse_study(o.study))) {
+        if (std::find(ops.begin(), ops.end(), c.op) != ops.end()) classes.push_back(c);
+    }
+    if (classes.empty()) {
+        throw Error(fmt::format("--study {} has no class of the operations chosen ({})", o.study,
+                                fmt::join(o.ops.empty() ? o.variants : o.ops, ", ")),
+                    "--op or --variant of an operation the study has");
+    }
+    return classes;
 }
 
 // Classes in size order, the variants of a class one after another (the tuner keeps the
@@ -475,15 +494,24 @@ void add_tune_command(CLI::App& app) {
     cmd->add_option("--op", o->ops, "Operation(s) whose classes to tune: convolve, sobel, integral (default: all, or the "
                                     "--variant ones' operations)")
         ->check(CLI::IsMember({"convolve", "sobel", "integral"}));
-    cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
-    cmd->add_option("--class", o->class_texts,
-                    "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
-                    "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
-    cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
-        ->check(number_from(1, 31))
-        ->capture_default_str();
-    cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(one_of({1, 3, 4}))->capture_default_str();
-    cmd->add_option("--layout", o->layouts, "Layout(s): aos, soa")->check(CLI::IsMember({"aos", "soa"}))->capture_default_str();
+    CLI::Option* size = cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
+    CLI::Option* classes =
+        cmd->add_option("--class", o->class_texts,
+                        "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
+                        "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
+    CLI::Option* mask_size = cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
+                                 ->check(number_from(1, 31))
+                                 ->capture_default_str();
+    CLI::Option* channels =
+        cmd->add_option("--channels", o->channels, "Channel count(s): 1, 3, 4")->check(one_of({1, 3, 4}))->capture_default_str();
+    CLI::Option* layout =
+        cmd->add_option("--layout", o->layouts, "Layout(s): aos, soa")->check(CLI::IsMember({"aos", "soa"}))->capture_default_str();
+    cmd->add_option("--study", o->study,
+                    "The problem classes of a klab run study (full, quick or smoke), as its tuning phase takes them, instead of "
+                    "the product of --size, --mask-size, --channels and --layout; --op and --variant narrow them (with "
+                    "--missing-only: klab run's tuning phase alone)")
+        ->check(CLI::IsMember({"full", "quick", "smoke"}))
+        ->excludes(size, classes, mask_size, channels, layout);
     cmd->add_option("--min-occupancy", o->min_occupancy,
                     "Lowest theoretical occupancy a candidate may have (0.5 widens the space to 50%)")
         ->check(number_from(0.01, 1.0))
@@ -509,6 +537,7 @@ void add_tune_command(CLI::App& app) {
     cmd->add_option("--class-share", o->class_share, "K/N: tune only classes K, K+N, K+2N, ... of the list")->group("");
     cmd->callback([o] {
         for (const std::string& text : o->class_texts) o->classes.push_back(parse_problem_class(text));
+        if (!o->study.empty()) o->classes = study_classes(*o);
         run_tune(*o);
     });
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "autotune/problem_class.hpp"
+#include "bench/study.hpp"
 #include "harness/device_info.hpp"
 #include "tests/common/run_command.hpp"
 #include "tests/cpu/autotune_fixtures.hpp"
@@ -91,6 +94,47 @@ TEST(TuneCli, NamedVariantsAreCheckedOnTheWholeListNotOneShare) {
     const test::CommandResult one = klab_cli("tune --plan-for H200 --class HD/3x3/c3/aos --class sobel/8K/c1/aos --variant conv.global");
     EXPECT_EQ(one.exit_code, 0) << one.output;
     EXPECT_NE(one.output.find("sobel/8K/c1/aos: no --variant named is a sobel variant"), std::string::npos) << one.output;
+}
+
+// --study: the classes klab run tunes first (bench::tuned_classes), each planned or listed as
+// skipped, nothing else; --op and --variant narrow them to their operations; the options of the
+// product of sizes and masks, and --class, are refused beside it.
+TEST(TuneCli, AStudyPlansTheClassesKlabRunTunes) {
+    for (const char* study : {"smoke", "quick", "full"}) {
+        const test::CommandResult r = klab_cli(fmt::format("tune --plan-for H200 --study {}", study));
+        ASSERT_EQ(r.exit_code, 0) << study << "\n" << r.output;
+        std::set<std::string> planned;  // the class of each "  <variant> <class>" and "  skipped <variant> <class>: why" line
+        std::istringstream lines(r.output);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("  ", 0) != 0 || line.rfind("   ", 0) == 0) continue;
+            std::istringstream words(line);
+            std::string first, second, third;
+            words >> first >> second >> third;
+            std::string problem_class = first == "skipped" ? third : second;
+            if (!problem_class.empty() && problem_class.back() == ':') problem_class.pop_back();
+            planned.insert(problem_class);
+        }
+        std::set<std::string> expected;
+        for (const ProblemClass& c : bench::tuned_classes(bench::parse_study(study))) expected.insert(to_string(c));
+        EXPECT_EQ(planned, expected) << study << "\n" << r.output;
+    }
+    const test::CommandResult sobel = klab_cli("tune --plan-for H200 --study full --op sobel");
+    EXPECT_EQ(sobel.exit_code, 0) << sobel.output;
+    EXPECT_NE(sobel.output.find("  sobel.fused sobel/8K/c1/aos\n"), std::string::npos) << sobel.output;
+    EXPECT_EQ(sobel.output.find("conv."), std::string::npos) << sobel.output;
+    const test::CommandResult packed = klab_cli("tune --plan-for H200 --study full --variant conv.packed_window");
+    EXPECT_EQ(packed.exit_code, 0) << packed.output;
+    EXPECT_NE(packed.output.find("  conv.packed_window 8K/5x5/c3/aos\n"), std::string::npos) << packed.output;
+    EXPECT_EQ(packed.output.find("sobel/"), std::string::npos) << packed.output;
+    const auto expect_failure = [](const std::string& arguments, const std::string& fragment) {
+        const test::CommandResult r = klab_cli(arguments);
+        EXPECT_NE(r.exit_code, 0) << arguments;
+        EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
+    };
+    expect_failure("tune --plan-for H200 --study weekly", "full");
+    expect_failure("tune --plan-for H200 --study full --size HD", "--size excludes --study");
+    expect_failure("tune --plan-for H200 --study full --class HD/3x3/c3/aos", "--class excludes --study");
+    expect_failure("tune --plan-for H200 --study smoke --op integral --variant conv.global", "is a convolve variant");
 }
 
 // A variant whose shapes all stay below the requested occupancy is planned as the tuner tunes it:
