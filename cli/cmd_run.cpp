@@ -1,5 +1,5 @@
 // klab run: the main job. On a GPU machine it tunes the study's problem classes (convolutions, Sobel, integral images) that have no
-// record of this GPU yet (klab tune --missing-only), runs klab-bench's study (bench/) with
+// record of this GPU yet (klab tune --study STUDY --missing-only), runs klab-bench's study (bench/) with
 // repetitions, and writes results/<gpu-slug>/bench.json and its report. Without a GPU it says so
 // and benchmarks the CPU reference into results/no-gpu/ instead. --device N runs on that GPU;
 // --device all starts one klab run per GPU model at once (cli/device_fanout.hpp), each into its own

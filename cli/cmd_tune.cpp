@@ -90,8 +90,8 @@ std::vector<const Variant*> chosen_variants(const TuneCliOptions& o, Operation o
     return out;
 }
 
-// The operations whose classes the product of --size, --mask-size, --channels and --layout makes:
-// --op, else the named variants' operations, else all three.
+// The operations whose classes the product of --size, --mask-size, --channels and --layout makes,
+// or --study keeps: --op, else the named variants' operations, else all three.
 std::vector<Operation> chosen_operations(const TuneCliOptions& o) {
     std::vector<Operation> ops;
     const auto add = [&](Operation op) {
@@ -122,8 +122,9 @@ std::vector<ProblemClass> study_classes(const TuneCliOptions& o) {
     return classes;
 }
 
-// Classes in size order, the variants of a class one after another (the tuner keeps the
-// class's image and reference between them). Unsupported pairs are listed and skipped.
+// Classes in size order (those of --class and --study in their own order), the variants of a class
+// one after another (the tuner keeps the class's image and reference between them). Unsupported
+// pairs are listed and skipped.
 std::vector<Job> jobs_of(const TuneCliOptions& o, std::vector<std::string>& skipped) {
     std::vector<ProblemClass> classes = o.classes;
     const std::vector<Operation> ops = chosen_operations(o);
@@ -491,14 +492,15 @@ void add_tune_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "tune", "Find each variant's fastest verified block shape on this GPU and cache it per GPU model");
     cmd->add_option("--variant", o->variants, "Variant(s) to tune (default: every variant of the operations)");
-    cmd->add_option("--op", o->ops, "Operation(s) whose classes to tune: convolve, sobel, integral (default: all, or the "
-                                    "--variant ones' operations)")
-        ->check(CLI::IsMember({"convolve", "sobel", "integral"}));
+    CLI::Option* op = cmd->add_option("--op", o->ops, "Operation(s) whose classes to tune: convolve, sobel, integral (default: all, "
+                                                      "or the --variant ones' operations)")
+                          ->check(CLI::IsMember({"convolve", "sobel", "integral"}));
     CLI::Option* size = cmd->add_option("--size", o->sizes, "Resolution bucket(s): 480p 720p HD 4K 8K")->capture_default_str();
     CLI::Option* classes =
         cmd->add_option("--class", o->class_texts,
                         "Problem class(es) to tune instead of the product of --size, --mask-size, --channels and --layout, "
-                        "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32");
+                        "e.g. 8K/9x9/c3/aos, sobel/8K/c1/aos, integral/8K/c1/aos/u32")
+            ->excludes(op);  // a class names its operation: an --op beside it would be ignored
     CLI::Option* mask_size = cmd->add_option("--mask-size", o->mask_sizes, "Gaussian mask side(s), odd 1..31 (convolutions)")
                                  ->check(number_from(1, 31))
                                  ->capture_default_str();

@@ -61,6 +61,8 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
     expect_failure("tune --plan-for H200 --op sobel --variant conv.halo_tiled",
                    "--variant conv.halo_tiled is a convolve variant, but no class to tune is a convolve class");
     expect_failure("tune --plan-for H200 --class sobel/8K/c1/aos --variant conv.halo_tiled", "is a convolve variant");
+    // A class names its operation: an --op beside it would be ignored, so it is refused.
+    expect_failure("tune --plan-for H200 --class HD/3x3/c3/aos --op sobel", "excludes");
 }
 
 // A value given twice (a size, a class, a variant, a mask size) is tuned once.
@@ -131,9 +133,11 @@ TEST(TuneCli, AStudyPlansTheClassesKlabRunTunes) {
         EXPECT_NE(r.exit_code, 0) << arguments;
         EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
     };
-    expect_failure("tune --plan-for H200 --study weekly", "full");
+    expect_failure("tune --plan-for H200 --study weekly", "weekly not in {full,quick,smoke}");
     expect_failure("tune --plan-for H200 --study full --size HD", "--size excludes --study");
     expect_failure("tune --plan-for H200 --study full --class HD/3x3/c3/aos", "--class excludes --study");
+    expect_failure("tune --plan-for H200 --study full --mask-size 5", "--mask-size excludes --study");
+    expect_failure("tune --plan-for H200 --study full --layout aos", "--layout excludes --study");
     expect_failure("tune --plan-for H200 --study smoke --op integral --variant conv.global", "is a convolve variant");
 }
 
