@@ -32,6 +32,13 @@ test::CommandResult klab_cli(const std::string& arguments) {
     return test::run_command(std::string(KLAB_CLI_PATH) + " " + arguments);
 }
 
+// A command line klab refuses, with a message that holds `fragment`.
+void expect_failure(const std::string& arguments, const std::string& fragment) {
+    const test::CommandResult r = klab_cli(arguments);
+    EXPECT_NE(r.exit_code, 0) << arguments;
+    EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
+}
+
 TEST(TuneCli, WithoutAGpuItSaysSoAndOffersThePlan) {
     if (cuda_device_available()) GTEST_SKIP() << "a CUDA device is present";
     const test::CommandResult r = klab_cli("tune --size HD");
@@ -40,11 +47,6 @@ TEST(TuneCli, WithoutAGpuItSaysSoAndOffersThePlan) {
 }
 
 TEST(TuneCli, BadArgumentsNameThemselves) {
-    const auto expect_failure = [](const std::string& arguments, const std::string& fragment) {
-        const test::CommandResult r = klab_cli(arguments);
-        EXPECT_NE(r.exit_code, 0) << arguments;
-        EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
-    };
     expect_failure("tune --plan-for X100", "A100, L4, H100, H200, RTX 4090");
     expect_failure("tune --plan-for H200 --size 9K", "9K");
     expect_failure("tune --plan-for H200 --size 100x100", "resolution buckets");
@@ -128,11 +130,6 @@ TEST(TuneCli, AStudyPlansTheClassesKlabRunTunes) {
     EXPECT_EQ(packed.exit_code, 0) << packed.output;
     EXPECT_NE(packed.output.find("  conv.packed_window 8K/5x5/c3/aos\n"), std::string::npos) << packed.output;
     EXPECT_EQ(packed.output.find("sobel/"), std::string::npos) << packed.output;
-    const auto expect_failure = [](const std::string& arguments, const std::string& fragment) {
-        const test::CommandResult r = klab_cli(arguments);
-        EXPECT_NE(r.exit_code, 0) << arguments;
-        EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
-    };
     expect_failure("tune --plan-for H200 --study weekly", "weekly not in {full,quick,smoke}");
     expect_failure("tune --plan-for H200 --study full --size HD", "--size excludes --study");
     expect_failure("tune --plan-for H200 --study full --class HD/3x3/c3/aos", "--class excludes --study");
