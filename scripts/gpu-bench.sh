@@ -4,6 +4,9 @@
 # benchmark, report) into results/, and packs results/<gpu-slug>/ and the log into
 # $OUT/results.tar.gz (one file: the device tool brings back few). Commit what comes back unedited.
 # Usage: bash scripts/gpu-bench.sh [klab run options...]
+# Where the build, the tuning and the study do not fit one call: first `bash scripts/gpu-tune.sh
+# --study full --missing-only` (klab run's tuning step alone), its results/<gpu-slug>/autotune.json
+# into the tree, then this script, which finds nothing left to tune.
 # On a copy of the tree (a GPU machine's may hold no .git, or a stale one), set KLAB_GIT_COMMIT to
 # the commit copied (and KLAB_GIT_DIRTY=1 for a modified tree) so that the results name it.
 set -uo pipefail
