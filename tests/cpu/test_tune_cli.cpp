@@ -39,6 +39,18 @@ void expect_failure(const std::string& arguments, const std::string& fragment) {
     EXPECT_NE(r.output.find(fragment), std::string::npos) << arguments << "\n" << r.output;
 }
 
+// The head lines of `klab tune --plan-for H200 ARGUMENTS`: "  <variant> <class>" and "  skipped
+// <variant> <class>: why" (a job's space follows its head, indented further).
+std::vector<std::string> plan_heads(const std::string& arguments) {
+    const test::CommandResult r = klab_cli("tune --plan-for H200 " + arguments);
+    EXPECT_EQ(r.exit_code, 0) << arguments << "\n" << r.output;
+    std::vector<std::string> heads;
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) heads.push_back(line);
+    return heads;
+}
+
 TEST(TuneCli, WithoutAGpuItSaysSoAndOffersThePlan) {
     if (cuda_device_available()) GTEST_SKIP() << "a CUDA device is present";
     const test::CommandResult r = klab_cli("tune --size HD");
@@ -69,20 +81,11 @@ TEST(TuneCli, BadArgumentsNameThemselves) {
 
 // A value given twice (a size, a class, a variant, a mask size) is tuned once.
 TEST(TuneCli, RepeatedValuesAreTunedOnce) {
-    const auto plan_lines = [](const std::string& arguments) {
-        const test::CommandResult r = klab_cli("tune --plan-for H200 " + arguments);
-        EXPECT_EQ(r.exit_code, 0) << arguments << "\n" << r.output;
-        std::vector<std::string> heads;  // "  <variant> <class>" lines
-        std::istringstream lines(r.output);
-        for (std::string line; std::getline(lines, line);)
-            if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) heads.push_back(line);
-        return heads;
-    };
-    const std::vector<std::string> once = plan_lines("--size HD --op sobel --variant sobel.fused");
+    const std::vector<std::string> once = plan_heads("--size HD --op sobel --variant sobel.fused");
     ASSERT_EQ(once.size(), 2u) << "RGB AoS and SoA";
-    EXPECT_EQ(plan_lines("--size HD --size HD --op sobel --variant sobel.fused --variant sobel.fused"), once);
-    EXPECT_EQ(plan_lines("--class sobel/HD/c3/aos --class sobel/HD/c3/soa --class sobel/HD/c3/aos --variant sobel.fused"), once);
-    EXPECT_EQ(plan_lines("--size HD --mask-size 3 --mask-size 3 --variant conv.halo_tiled --channels 3 --layout aos").size(), 1u);
+    EXPECT_EQ(plan_heads("--size HD --size HD --op sobel --variant sobel.fused --variant sobel.fused"), once);
+    EXPECT_EQ(plan_heads("--class sobel/HD/c3/aos --class sobel/HD/c3/soa --class sobel/HD/c3/aos --variant sobel.fused"), once);
+    EXPECT_EQ(plan_heads("--size HD --mask-size 3 --mask-size 3 --variant conv.halo_tiled --channels 3 --layout aos").size(), 1u);
 }
 
 // The check of the named variants looks at the whole list of classes: `--device all` hands each
@@ -105,12 +108,8 @@ TEST(TuneCli, NamedVariantsAreCheckedOnTheWholeListNotOneShare) {
 // product of sizes and masks, and --class, are refused beside it.
 TEST(TuneCli, AStudyPlansTheClassesKlabRunTunes) {
     for (const char* study : {"smoke", "quick", "full"}) {
-        const test::CommandResult r = klab_cli(fmt::format("tune --plan-for H200 --study {}", study));
-        ASSERT_EQ(r.exit_code, 0) << study << "\n" << r.output;
-        std::set<std::string> planned;  // the class of each "  <variant> <class>" and "  skipped <variant> <class>: why" line
-        std::istringstream lines(r.output);
-        for (std::string line; std::getline(lines, line);) {
-            if (line.rfind("  ", 0) != 0 || line.rfind("   ", 0) == 0) continue;
+        std::set<std::string> planned;  // the class of each head line
+        for (const std::string& line : plan_heads(fmt::format("--study {}", study))) {
             std::istringstream words(line);
             std::string first, second, third;
             words >> first >> second >> third;
@@ -120,7 +119,7 @@ TEST(TuneCli, AStudyPlansTheClassesKlabRunTunes) {
         }
         std::set<std::string> expected;
         for (const ProblemClass& c : bench::tuned_classes(bench::parse_study(study))) expected.insert(to_string(c));
-        EXPECT_EQ(planned, expected) << study << "\n" << r.output;
+        EXPECT_EQ(planned, expected) << study;
     }
     const test::CommandResult sobel = klab_cli("tune --plan-for H200 --study full --op sobel");
     EXPECT_EQ(sobel.exit_code, 0) << sobel.output;
