@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -272,7 +273,7 @@ std::optional<MaskPlan<R>> plan_mask(const Mask& mask, std::string* why = nullpt
     };
     const char* const fp32_peer = R == 1 ? "conv.shuffle_window takes any 3x3 mask in fp32" : "conv.shuffle_ring takes any mask up to 9x9 in fp32";
     if (mask.width() > K || mask.height() > K) {
-        return refuse(fmt::format("masks up to 5x5: {} is {}x{} (five rows of 8 words per thread)", mask.name(), mask.width(),
+        return refuse(fmt::format("masks up to {0}x{0}: {1} is {2}x{3} ({0} rows of 8 words per thread)", K, mask.name(), mask.width(),
                                   mask.height()));
     }
     MaskPlan<R> plan{Packed::full, {}};
@@ -330,6 +331,13 @@ Kernel<R> kernel_for(const Problem& problem, Packed arithmetic) {
     return kernel_by_stride<R, Packed::full>(stride);
 }
 
+// f(std::integral_constant<int, R>{}) for the radius R of the window the mask takes (1 or 2).
+template <class F>
+decltype(auto) with_window(const Mask& mask, F&& f) {
+    if (window_radius(mask) == 1) return f(std::integral_constant<int, 1>{});
+    return f(std::integral_constant<int, 2>{});
+}
+
 template <int R>
 MaskPlan<R> accepted_plan(const Mask& mask) {
     std::string why;
@@ -349,7 +357,7 @@ public:
     Support supports(const Problem& problem) const override {
         std::string why;
         const Mask& mask = *problem.mask;
-        const bool planned = window_radius(mask) == 1 ? plan_mask<1>(mask, &why).has_value() : plan_mask<2>(mask, &why).has_value();
+        const bool planned = with_window(mask, [&](auto radius) { return plan_mask<decltype(radius)::value>(mask, &why).has_value(); });
         return planned ? Support::yes() : Support::no(why);
     }
     TuningSpace tuning_space() const override { return shuffle_window::tuning_space(kMaxRadius); }
@@ -367,18 +375,15 @@ public:
     std::vector<KernelLaunch> kernels(const Problem& problem, const LaunchShape& shape) const override {
         const dim3 grid = shuffle_window::grid(problem.shape, shape);
         const Mask& mask = *problem.mask;
-        if (window_radius(mask) == 1) {
-            return {make_launch(kernel_for<1>(problem, accepted_plan<1>(mask).arithmetic), "conv_packed_window_kernel", grid, block_of(shape))};
-        }
-        return {make_launch(kernel_for<2>(problem, accepted_plan<2>(mask).arithmetic), "conv_packed_window_kernel", grid, block_of(shape))};
+        const KernelLaunch launch = with_window(mask, [&](auto radius) {
+            constexpr int R = decltype(radius)::value;
+            return make_launch(kernel_for<R>(problem, accepted_plan<R>(mask).arithmetic), "conv_packed_window_kernel", grid, block_of(shape));
+        });
+        return {launch};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
-        if (window_radius(*plan.problem.mask) == 1) {
-            enqueue_with<1>(plan, stream);
-        } else {
-            enqueue_with<2>(plan, stream);
-        }
+        with_window(*plan.problem.mask, [&](auto radius) { enqueue_with<decltype(radius)::value>(plan, stream); });
     }
 
 private:

@@ -102,9 +102,11 @@ struct HaloSource {
 // kernels/notes/conv_packed_window.md).
 
 // A lane's halo source before the lane is known to need one: every chunk its own first word.
+// ((void)K, value) repeats the value once per chunk (the cast: K itself has no effect).
 template <int R, int... K>
 __device__ __forceinline__ HaloSource<R> unread_halo(int e_load, std::uint32_t keep, std::integer_sequence<int, K...>) {
-    return HaloSource<R>{false, false, {(K, e_load)...}, {(K, e_load)...}, {(K, 0)...}, {(K, keep)...}, {(K, 0u)...}};
+    return HaloSource<R>{false, false, {((void)K, e_load)...}, {((void)K, e_load)...}, {((void)K, 0)...}, {((void)K, keep)...},
+                         {((void)K, 0u)...}};
 }
 
 // A constant border's halo: every chunk the border's value.
@@ -455,12 +457,11 @@ inline Support check_shape(const Problem& problem, const LaunchShape& shape) {
     const int radius = window_radius(*problem.mask);
     const int steps = 2 * radius + 1;
     if (rows < 2 * radius || rows % steps != 2 * radius) {
-        return Support::no(radius == 1 ? fmt::format("rows={}: output rows per thread are 3n + 2 (2, 5, 8, 11, ...) for masks up "
-                                                     "to 3x3, so that the three accumulator rows end where they began",
-                                                     rows)
-                                       : fmt::format("rows={}: output rows per thread are 5n + 4 (4, 9, 14, 19, ...) for 5x5 "
-                                                     "masks, so that the five accumulator rows end where they began",
-                                                     rows));
+        const int first = 2 * radius;
+        return Support::no(fmt::format("rows={}: output rows per thread are {}n + {} ({}, {}, {}, {}, ...) for {} masks, so that the "
+                                       "{} accumulator rows end where they began",
+                                       rows, steps, first, first, first + steps, first + 2 * steps, first + 3 * steps,
+                                       radius == 1 ? "3x3 and smaller" : "5x5", steps));
     }
     return Support::yes();
 }
