@@ -41,11 +41,11 @@
 // 41.1 M), issue slots 42% busy, 118 registers, occupancy 22%, DRAM 66% of peak, 65% of the stalls
 // waiting on loads: latency-bound, which is why taller strips (fewer cold starts, fewer waves) paid
 // and a higher occupancy bought with spills did not (80 registers: 67.8 us).
-// 5x5, measured on the H200 (the committed full klab run of 2026-12-01 at commit 10ad61b, L2
-// flushed, medians of 5, results/nvidia-h200/): 8K RGB AoS gaussian 5x5 68.1 us, 1.43x the copy
-// floor (47.8 us), tuned 32x2 rows=64, 5.30x faster than NPP (361 us; conv.separable_row_mma
-// 118 us); HD 12.1 us, 2.20x faster than NPP (26.6 us). In that run the 3x3: 8K 59.3 us (1.24x),
-// HD 9.08, 480p 5.86. Uncapped (212 registers, 8 warps
+// 5x5, measured on the H200 (the committed full klab run of 2026-12-01 at commit bc1100e, L2
+// flushed, medians of 5, results/nvidia-h200/): 8K RGB AoS gaussian 5x5 66.9 us, 1.39x the copy
+// floor (48.0 us), tuned 64x1 rows=64, 5.42x faster than NPP (363 us; conv.separable_row_mma
+// 119 us); HD 12.1 us, 2.20x faster than NPP (26.6 us). In that run the 3x3: 8K 59.6 us (1.24x),
+// HD 9.10, 480p 5.73. Uncapped (212 registers, 8 warps
 // per SM) 75.1 us; Nsight Compute on that: 36.2 M warp instructions, 3.79 cycles per issued
 // instruction, DRAM 55% of peak: latency-bound, hence the cap. The radius-generic walk left the 3x3
 // kernels within 2.4% of the 3x3-only one in the same run (8K gauss3 60.7 us against 59.3, HD 9.2
