@@ -3,9 +3,11 @@
 // report's own figures of that row (report_figures.hpp): × copy floor, × roofline and NPP.
 #include <algorithm>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/report.hpp"
 #include "bench/report_figures.hpp"
@@ -88,6 +90,7 @@ std::string readme_table(const BenchFile& file) {
     Table t{{"problem", "seeds' fastest", "µs", "klab's fastest", "µs", "× copy floor", "× roofline", "NPP µs", "klab vs NPP"},
             "llrlrrrrr",
             {}};
+    std::vector<std::string> below_copy_floor;  // the rows that ran faster than the copy they are divided by
     for (const Headline& h : kHeadlines) {
         // Fastest first: the first variant row is klab's fastest, the first seed row the seeds'.
         const std::vector<Row> list = rows.plain([&](const BenchName& n) { return n.problem() == h.problem.problem(); });
@@ -96,6 +99,9 @@ std::string readme_table(const BenchFile& file) {
         const auto seed = std::find_if(list.begin(), list.end(), [](const Row& r) { return is_seed_variant(r.name->row); });
         const Row* npp = rows.npp_for(*best->name);
         const Figures f = figures(rows, *best);
+        if (const auto floor = counter(*best->run, "copy_floor_us"); floor && best->us < *floor) {
+            below_copy_floor.push_back(fmt::format("{}: copy {} µs", h.label, us_text(*floor)));
+        }
         t.rows.push_back({h.label, seed == list.end() ? kNone : seed->name->row, seed == list.end() ? kNone : us_text(seed->us),
                           best->name->row, f.us, f.copy_multiple, f.roofline_multiple, npp ? us_text(npp->us) : kNone, f.over_npp});
     }
@@ -112,7 +118,14 @@ std::string readme_table(const BenchFile& file) {
     return caption(file) + table + "\nSeeds' fastest: the fastest of the variants built on the seeds' techniques (" + seed_list +
            "; the seeds' integral image has none). × copy floor: klab's time over a device-to-device copy of the same bytes; "
            "× roofline: over the larger of that and the least FMAs at the measured FMA rate; klab vs NPP: NPP's time over "
-           "klab's (above 1× klab is faster).\n";
+           "klab's (above 1× klab is faster)." +
+           (below_copy_floor.empty()
+                ? std::string()
+                : fmt::format(" Below 1.00× copy floor ({}): the row ran faster than the device-to-device copy it is divided by; "
+                              "a copy of a few µs is itself a timing that moves more between runs of the same code than the "
+                              "kernels' rows do (bench/README.md).",
+                              fmt::join(below_copy_floor, "; "))) +
+           "\n";
 }
 
 bool update_readme_table(const std::filesystem::path& readme, const std::string& table) {

@@ -88,6 +88,23 @@ TEST_F(ReadmeTableOf, LaddersTheSeedsFastestToKlabsFastestWithTheReportsFigures)
     expect_has(r.output, "| 8K gray integral image | — | — | integral.scan | 40.0 | — | — | 1004 | 25.1× |");
     EXPECT_EQ(r.output.find("sharpen"), std::string::npos) << "no sharpen rows in the file: no line for them\n" << r.output;
     expect_has(r.output, "Seeds' fastest: the fastest of the variants built on the seeds' techniques");
+    EXPECT_EQ(r.output.find("Below 1.00×"), std::string::npos) << "no row ran faster than its copy floor\n" << r.output;
+}
+
+// A copy floor of a few µs can come out slower than a kernel that moves the same bytes: the table
+// says which rows ran faster than their copy, and why that can happen.
+TEST_F(ReadmeTableOf, SaysWhichRowsRanFasterThanTheirCopyFloor) {
+    const std::vector<test::Bench> rows = {
+        {"conv.halo_tiled/HD/rgb.aos/gauss3/replicate", {9.1}, {{"copy_floor_us", 9.65}, {"roofline_us", 9.65}}, "64x2 tuned"},
+        {"conv.halo_tiled/8K/rgb.aos/gauss3/replicate", {60}, {{"copy_floor_us", 48}, {"roofline_us", 48}}, "128x4 tuned"},
+    };
+    std::ofstream(bench) << test::bench_json(rows, test::gpu_context()).dump(2);
+    const test::CommandResult r = klab("--readme-table " + bench.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_has(r.output, "| HD RGB Gaussian 3×3 | conv.halo_tiled | 9.10 | conv.halo_tiled | 9.10 | 0.94× | 0.94× |");
+    expect_has(r.output, "Below 1.00× copy floor (HD RGB Gaussian 3×3: copy 9.65 µs): the row ran faster than the "
+                         "device-to-device copy it is divided by");
+    EXPECT_EQ(r.output.find("8K RGB Gaussian 3×3: copy"), std::string::npos) << "the 8K row is above its floor\n" << r.output;
 }
 
 TEST_F(ReadmeTableOf, AFileWithoutTheProblemsGivesAClearError) {
