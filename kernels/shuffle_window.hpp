@@ -102,7 +102,8 @@ struct HaloSource {
 // kernels/notes/conv_packed_window.md).
 
 // A lane's halo source before the lane is known to need one: every chunk its own first word.
-// ((void)K, value) repeats the value once per chunk (the cast: K itself has no effect).
+// ((void)K, value) repeats the value once per chunk: the pack gives the count, and the cast says that
+// K's own value is not used.
 template <int R, int... K>
 __device__ __forceinline__ HaloSource<R> unread_halo(int e_load, std::uint32_t keep, std::integer_sequence<int, K...>) {
     return HaloSource<R>{false, false, {((void)K, e_load)...}, {((void)K, e_load)...}, {((void)K, 0)...}, {((void)K, keep)...},
