@@ -54,10 +54,10 @@
 // need more registers than the kernel's 128; conv.box_warp_scan takes it). Every border, any
 // pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned), at most 128 registers
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel.
-// Measured on an NVIDIA H200. The committed klab run at b793855 (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 47.51 us): 8K RGB AoS replicate box31 90.70 us (1.91x;
-// 32x2 rows=33; conv.box_warp_scan 122.56, npp.box 16602: 183x faster), box9 74.90 (1.58x; 32x2
-// rows=11; conv.box_warp_ring 74.36), box3 62.56 (1.32x; 32x8 rows=33).
+// Measured on an NVIDIA H200. The committed klab run at 06ff4d7 (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 47.62 us): 8K RGB AoS replicate box31 89.51 us (1.88x;
+// 32x2 rows=33; conv.box_warp_scan 122.30, npp.box 16581: 185x faster), box9 74.56 (1.57x; 32x2
+// rows=11; conv.box_warp_ring 73.96), box3 61.97 (1.30x; 32x8 rows=33).
 // Where the time goes (Nsight Compute, clocks unlocked, H200, 2026-11-30, 8K RGB): box31 reads
 // 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes)
 // over the 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB,

@@ -29,7 +29,33 @@
 // Measured on an NVIDIA H200 (2026-12-01, `bash scripts/gpu-probe.sh box_column_ring`; each run
 // timed by CUDA events after an L2 flush, medians of at least 20; every interior byte of 11 rows
 // checked equal to a CPU box sum, 0 of 251328 differ in every configuration):
-//   (the figures follow from the run of this file at its commit)
+//                 phases (strips of 270 rows)    specialized (strips of 540 rows; of 33, 66, 135, 540)
+//   box  3x3:      73.9 us (1.56x the copy)       82.2 us (1.74x; 107.9, 93.9, 87.8, 82.2)
+//   box  9x9:      76.7 us (1.62x)                83.0 us (1.76x; 111.3, 96.9, 89.7, 83.0)
+//   box 31x31:     85.6 us (1.81x)                87.2 us (1.85x; 121.7, 106.7, 97.6, 87.2)
+//   columns only:  58.5, 58.9 and 61.4 us         75.0, 75.3 and 73.7 us (3x3, 9x9, 31x31)
+//                  (1.24x, 1.25x, 1.30x)          (1.59x, 1.59x, 1.56x)
+// against the copy of the image, 47.2 us; conv.box_pixel_lanes in the committed run of the same
+// day (62b0952, klab-bench, copy floor 47.62 us): box3 61.97 us, box9 74.56, box31 89.51.
+// Nsight Compute (clocks unlocked, `PROFILE='box_' PROFILE_LAUNCHES=3 PROFILE_CLOCKS=unlocked bash
+// scripts/gpu-probe.sh box_column_ring profile`), box31:
+//   phases: 86.0 us, 35.5 M warp instructions, issue slots 40% busy, 80 registers (37.5%
+//   theoretical occupancy), DRAM 45.6% of peak: about 188 MB moved for the 199 MB that the image's
+//   read and write take (conv.box_pixel_lanes: about 307 MB, 2026-12-01, in its notes); stall
+//   samples 28% short scoreboard (shared memory and shuffles), 13% MIO throttle. Its
+//   columns alone: 60.5 us, 15.0 M instructions, DRAM 65.2% (about 189 MB), stall samples 34% short
+//   and 29% long scoreboard, 13% barrier;
+//   specialized: 86.6 us, 37.3 M instructions, issue slots 42%, DRAM 43.3% (about 180 MB); the row
+//   warps' row, 353 instructions a warp, is 65% of the instructions; stall samples 15% barrier.
+// So the window on chip does what it was for: the 31x31 box reads its input once (188 MB moved
+// against 307), and its columns alone run at 1.30x the copy. But the row sums, about 350
+// instructions per warp and row (conv.box_pixel_lanes's whole loop, columns included: about 405),
+// no longer hide under the loads: in the phases form a block's warps all wait at the barriers
+// while one phase runs, and 2 blocks per SM overlap them only in part (box31 85.6 us, 4% below
+// conv.box_pixel_lanes's 89.51, the smaller boxes slower than it); the specialized form overlaps them by design, but its one block per SM keeps one span's
+// loads in flight, and its columns alone run at 1.56x. Neither reaches the 1.3x target: that needs
+// the row sums under ~60 us at the issue rates seen here (40 to 45% of the slots), about 25 M
+// instructions for the 8K image, against ~35 M.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
