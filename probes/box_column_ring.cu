@@ -7,55 +7,61 @@
 // variant: the columns within 48 bytes of a row's ends are not right (the loads there are clamped),
 // and the box is fixed at compile time.
 //
-// Two forms; in both, a block owns the 1536-byte span of one of conv.box_pixel_lanes's warps (512
-// pixels, the middle 480 written) and walks down a strip of rows, a batch of 12 rows at a time:
-//   columns: thread t of 384 owns bytes 4t ... 4t + 3 of the span; each row it takes one loaded
-//            word (a batch's 12 words loaded in one go, ahead), the leaving row's word from a ring
-//            of 2 ry + 2 rows (rounded up to whole batches) in shared memory, puts the entering one
+// Three forms; in each, a block owns the 1536-byte span of one of conv.box_pixel_lanes's warps (512
+// pixels, the middle 480 written) and walks down a strip of rows, a batch of rows at a time:
+//   columns: each thread owns 4 or 8 consecutive bytes of the span; each row it takes its loaded
+//            words (a batch's loaded in one go, ahead), the leaving row's words from a ring of
+//            2 ry + 2 rows (rounded up to whole batches) in shared memory, puts the entering ones
 //            there, slides V (two 16-bit lanes to a word) and writes V to a buffer of the batch's
 //            rows in shared memory;
 //   rows:    warp j takes row j of the batch: each lane reads its 16 pixels' V (48 elements, six
 //            16-byte loads) and works out the row as conv.box_pixel_lanes does, staging the row's
 //            bytes for 512-byte stores.
-// `phases` (box_column_ring): 12 warps do both in turn, a block barrier after the columns and one
-// after the rows (the rows staged over their own V row), 2 blocks per SM; the next batch's loads
-// are issued after the first barrier. `specialized` (box_specialized): 12 column warps and 12 row
-// warps, a double buffer of V rows between them, named barriers (full, empty) instead of the
-// block's, 1 block per SM; the column warps' loads run two batches ahead.
+// `phases/12` and `phases/6` (box_column_ring): the block's 12 warps (4 bytes a column thread, 2
+// blocks per SM) or 6 warps (8 bytes, 3 or 4 blocks per SM) do both in turn, batches of as many
+// rows as warps, a block barrier after the columns and one after the rows (the rows staged over
+// their own V row); the next batch's loads are issued after the first barrier. `specialized`
+// (box_specialized): 12 column warps and 12 row warps, a double buffer of V rows between them,
+// named barriers (full, empty) instead of the block's, 1 block per SM; the column warps' loads run
+// two batches ahead.
 // So each byte of the image is loaded once per strip (plus the strip's first 2 ry + 1 rows), and
 // the on-chip window is 32 bytes per column for the 31x31 box: 55 KB of ring per block.
 // `columns` mode stores V's low bytes instead of the box (wrong pixels): the structure's floor.
 //
 // Measured on an NVIDIA H200 (2026-12-01, `bash scripts/gpu-probe.sh box_column_ring`; each run
 // timed by CUDA events after an L2 flush, medians of at least 20; every interior byte of 11 rows
-// checked equal to a CPU box sum, 0 of 251328 differ in every configuration):
-//                 phases (strips of 270 rows)    specialized (strips of 540 rows; of 33, 66, 135, 540)
-//   box  3x3:      73.9 us (1.56x the copy)       82.2 us (1.74x; 107.9, 93.9, 87.8, 82.2)
-//   box  9x9:      76.7 us (1.62x)                83.0 us (1.76x; 111.3, 96.9, 89.7, 83.0)
-//   box 31x31:     85.6 us (1.81x)                87.2 us (1.85x; 121.7, 106.7, 97.6, 87.2)
-//   columns only:  58.5, 58.9 and 61.4 us         75.0, 75.3 and 73.7 us (3x3, 9x9, 31x31)
-//                  (1.24x, 1.25x, 1.30x)          (1.59x, 1.59x, 1.56x)
-// against the copy of the image, 47.2 us; conv.box_pixel_lanes in the committed run of the same
-// day (62b0952, klab-bench, copy floor 47.62 us): box3 61.97 us, box9 74.56, box31 89.51.
+// checked equal to a CPU box sum, 0 of 251328 differ in every configuration; the copy of the image
+// 47.3 us), the best strips of each form (rows):
+//                 phases/12 (270)       phases/6 (135, 180, 270)     specialized (33, 66, 135, 540)
+//   box  3x3:      73.9 us (1.56x)       70.9 us (1.50x; 135)        82.1 us (1.74x; 540)
+//   box  9x9:      76.5 us (1.62x)       74.0 us (1.57x; 135)        83.2 us (1.76x; 540)
+//   box 31x31:     85.4 us (1.81x)       85.1 us (1.80x; 270)        87.8 us (1.86x; 540)
+//   columns only:  58.5, 58.9, 61.5 us   57.2, 58.8, 67.6 us          74.8, 75.3, 73.8 us
+//                  (1.24x, 1.25x, 1.30x) (1.21x, 1.24x, 1.43x)        (1.58x, 1.59x, 1.56x)
+// (specialized at 33, 66, 135 rows: box3 108.0, 93.8, 87.8 us; box9 111.9, 96.9, 89.7; box31
+// 121.6, 106.7, 97.6.) conv.box_pixel_lanes in the committed run of the same day (62b0952,
+// klab-bench, copy floor 47.62 us): box3 61.97 us, box9 74.56, box31 89.51; conv.box_warp_ring box9
+// 73.96.
 // Nsight Compute (clocks unlocked, `PROFILE='box_' PROFILE_LAUNCHES=3 PROFILE_CLOCKS=unlocked bash
 // scripts/gpu-probe.sh box_column_ring profile`), box31:
-//   phases: 86.0 us, 35.5 M warp instructions, issue slots 40% busy, 80 registers (37.5%
-//   theoretical occupancy), DRAM 45.6% of peak: about 188 MB moved for the 199 MB that the image's
-//   read and write take (conv.box_pixel_lanes: about 307 MB, 2026-12-01, in its notes); stall
-//   samples 28% short scoreboard (shared memory and shuffles), 13% MIO throttle. Its
-//   columns alone: 60.5 us, 15.0 M instructions, DRAM 65.2% (about 189 MB), stall samples 34% short
-//   and 29% long scoreboard, 13% barrier;
-//   specialized: 86.6 us, 37.3 M instructions, issue slots 42%, DRAM 43.3% (about 180 MB); the row
-//   warps' row, 353 instructions a warp, is 65% of the instructions; stall samples 15% barrier.
+//   phases/12: 84.3 us, 35.6 M warp instructions, issue slots 41% busy, 80 registers (37.5%
+//   theoretical occupancy), DRAM 46.6% of peak: about 188 MB moved for the 199 MB that the image's
+//   read and write take (conv.box_pixel_lanes: about 307 MB, 2026-12-01, in its notes), L2 hit rate
+//   52%; stall samples 27% short scoreboard (shared memory and shuffles), 14% MIO throttle. Its
+//   columns alone: 60.1 us, 15.2 M instructions, DRAM 65.7% (about 189 MB), stall samples 33% short
+//   and 31% long scoreboard, 11% barrier;
+//   specialized: 85.3 us, 37.3 M instructions, issue slots 42%, DRAM 44.0% (about 180 MB); the row
+//   warps' row, 353 instructions a warp, is 65% of the instructions; stall samples 16% barrier.
 // So the window on chip does what it was for: the 31x31 box reads its input once (188 MB moved
 // against 307), and its columns alone run at 1.30x the copy. But the row sums, about 350
 // instructions per warp and row (conv.box_pixel_lanes's whole loop, columns included: about 405),
-// no longer hide under the loads: in the phases form a block's warps all wait at the barriers
-// while one phase runs, and 2 blocks per SM overlap them only in part (box31 85.6 us, 4% below
-// conv.box_pixel_lanes's 89.51, the smaller boxes slower than it); the specialized form overlaps them by design, but its one block per SM keeps one span's
-// loads in flight, and its columns alone run at 1.56x. Neither reaches the 1.3x target: that needs
-// the row sums under ~60 us at the issue rates seen here (40 to 45% of the slots), about 25 M
-// instructions for the 8K image, against ~35 M.
+// no longer hide under the loads: in the phases forms a block's warps all wait at the barriers
+// while one phase runs, and 2 to 4 blocks per SM overlap them only in part (box31 85.1 us, 5%
+// below conv.box_pixel_lanes's 89.51; box9 74.0, level with the variants; box3 slower); the
+// specialized form overlaps them by design, but its one block per SM keeps one span's loads in
+// flight, and its columns alone run at 1.56x. None reaches the 1.3x target: that needs the row sums
+// under ~60 us at the issue rates seen here (40 to 45% of the slots), about 25 M instructions for
+// the 8K image, against ~35 M.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -80,14 +86,22 @@ using klab::probes::box9::Timer;
 using klab::box_sums::Rounding;
 
 constexpr int E = 3;
-constexpr int kWarpsPerBlock = 12;
-constexpr int kThreads = 32 * kWarpsPerBlock;   // 384: 4 bytes each, the 1536-byte span
-constexpr int kSpanBytes = 4 * kThreads;        // 1536 = 512 pixels
+constexpr int kSpanBytes = 1536;                // 512 pixels
+constexpr int kSpanWords = kSpanBytes / 4;      // 384
 constexpr int kTileBytes = 1440;                // 480 pixels written
 constexpr int kHaloBytes = 48;                  // the 16 pixels on each side
 constexpr int kTiles = kRowBytes / kTileBytes;  // 16 on 8K
-constexpr int kBatch = kWarpsPerBlock;          // rows per batch: a warp per row in the rows' phase
 static_assert(kRowBytes % kTileBytes == 0, "8K RGB is 16 tiles");
+
+// A block of W warps over the span: in the columns, thread t owns words t * kWords ... of the span
+// (4 or 8 bytes); a batch is W rows, warp j takes row j in the rows.
+template <int W>
+struct Block {
+    static constexpr int kThreads = 32 * W;
+    static constexpr int kWords = kSpanWords / kThreads;  // 1 (12 warps) or 2 (6 warps)
+    static constexpr int kBatch = W;
+    static_assert(kWords * kThreads == kSpanWords && (kWords == 1 || kWords == 2), "12 or 6 warps");
+};
 
 // ---- the kernel
 
@@ -96,73 +110,109 @@ __device__ __forceinline__ std::uint32_t high_pair(std::uint32_t word) { return 
 
 // The ring's rows: 2 ry + 2 at least, rounded up to whole batches, so that every slot a batch
 // reads or writes is known at compile time (the kernels' loops are unrolled over a ring's turn).
-template <int R>
+template <int R, int W>
 struct Ring {
+    static constexpr int kBatch = Block<W>::kBatch;
     static constexpr int kSlots = (2 * R + 2 + kBatch - 1) / kBatch * kBatch;
     static constexpr int kCycle = kSlots / kBatch;  // batches per turn of the ring
-    static_assert(kCycle <= 3, "the phases kernel's loop unrolls three batches at most");
+    static_assert(kCycle <= 6, "the phases kernel's loop unrolls six batches at most");
     static_assert(2 * R < kSlots, "the first rows fill distinct slots");
 };
 
 // What a column thread carries from batch to batch.
+template <int W>
 struct Walk {
-    int y0, y_end, column;        // the batch's first output row, the strip's end, the thread's byte of a row
-    std::uint32_t v_low, v_high;  // V of the thread's 4 bytes, two 16-bit lanes to a word
+    int y0, y_end, column;  // the batch's first output row, the strip's end, the thread's first byte of a row
+    std::uint32_t v_low[Block<W>::kWords], v_high[Block<W>::kWords];  // V of its bytes, two 16-bit lanes to a word
 };
+
+// A column thread's words of a row at `p` (its first byte).
+template <int W>
+__device__ __forceinline__ void load_words(const std::uint8_t* p, std::uint32_t (&words)[Block<W>::kWords]) {
+    if constexpr (Block<W>::kWords == 1) {
+        words[0] = __ldg(reinterpret_cast<const std::uint32_t*>(p));
+    } else {
+        const uint2 pair = __ldg(reinterpret_cast<const uint2*>(p));
+        words[0] = pair.x;
+        words[1] = pair.y;
+    }
+}
 
 // The entering words of output rows y0 ... y0 + kBatch - 1 (image rows y0 + R ...): one pointer,
 // rows a pitch apart as immediate offsets, unless the batch reaches past the image's last row.
-template <int R>
-__device__ __forceinline__ void load_batch(const std::uint8_t* __restrict__ in, int y0, int column, std::uint32_t (&words)[kBatch]) {
+template <int R, int W>
+__device__ __forceinline__ void load_batch(const std::uint8_t* __restrict__ in, int y0, int column,
+                                           std::uint32_t (&words)[Block<W>::kBatch][Block<W>::kWords]) {
     constexpr std::size_t pitch = Buffers::pitch;
+    constexpr int kBatch = Block<W>::kBatch;
     if (y0 + R + kBatch <= kHeight) {
         const std::uint8_t* const row = in + static_cast<std::size_t>(y0 + R) * pitch + column;
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j) words[j] = __ldg(reinterpret_cast<const std::uint32_t*>(row + j * pitch));
+        for (int j = 0; j < kBatch; ++j) load_words<W>(row + j * pitch, words[j]);
     } else {
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-            words[j] = __ldg(reinterpret_cast<const std::uint32_t*>(in + static_cast<std::size_t>(min(y0 + R + j, kHeight - 1)) * pitch + column));
-        }
+        for (int j = 0; j < kBatch; ++j) load_words<W>(in + static_cast<std::size_t>(min(y0 + R + j, kHeight - 1)) * pitch + column, words[j]);
     }
 }
 
 // A column thread's start of its strip [y_begin, y_end) of the span at byte `span` of a row: V of
 // the row before the strip's first, the sum of rows y_begin - R - 1 ... y_begin + R - 1 (local rows
-// 0 ... 2R), each put into ring slot (local row).
-template <int R>
-__device__ __forceinline__ Walk first_rows(const std::uint8_t* __restrict__ in, std::uint32_t* ring, int y_begin, int y_end, int span) {
+// 0 ... 2R), each put into ring slot (local row). Ring slot k holds word q of thread t at
+// (k * kWords + q) * kThreads + t.
+template <int R, int W>
+__device__ __forceinline__ Walk<W> first_rows(const std::uint8_t* __restrict__ in, std::uint32_t* ring, int y_begin, int y_end, int span) {
+    using B = Block<W>;
     const int t = static_cast<int>(threadIdx.x);
-    Walk w{y_begin, y_end, min(max(span + 4 * t, 0), kRowBytes - 4), 0u, 0u};
+    Walk<W> w{y_begin, y_end, min(max(span + 4 * B::kWords * t, 0), kRowBytes - 4 * B::kWords), {}, {}};
 #pragma unroll
-    for (int q = 0; q <= 2 * R; ++q) {
-        const int y = min(max(y_begin - R - 1 + q, 0), kHeight - 1);
-        const std::uint32_t word = __ldg(reinterpret_cast<const std::uint32_t*>(in + static_cast<std::size_t>(y) * Buffers::pitch + w.column));
-        ring[q * kThreads + t] = word;
-        w.v_low += low_pair(word);
-        w.v_high += high_pair(word);
+    for (int q = 0; q < B::kWords; ++q) w.v_low[q] = 0u, w.v_high[q] = 0u;
+#pragma unroll
+    for (int r = 0; r <= 2 * R; ++r) {
+        const int y = min(max(y_begin - R - 1 + r, 0), kHeight - 1);
+        std::uint32_t words[B::kWords];
+        load_words<W>(in + static_cast<std::size_t>(y) * Buffers::pitch + w.column, words);
+#pragma unroll
+        for (int q = 0; q < B::kWords; ++q) {
+            ring[(r * B::kWords + q) * B::kThreads + t] = words[q];
+            w.v_low[q] += low_pair(words[q]);
+            w.v_high[q] += high_pair(words[q]);
+        }
     }
     return w;
 }
 
 // The columns of a batch (ring turn Phase): output row y0 + j, local step i = Phase * kBatch + j
-// (mod kSlots), whose leaving row is local row i and entering row local row i + 2R + 1 (its word
-// words[j]); V of each row into row j of `vrows`.
-template <int R, int Phase>
-__device__ __forceinline__ void column_batch(std::uint32_t* ring, std::uint32_t* vrows, Walk& w, const std::uint32_t (&words)[kBatch]) {
-    constexpr int kSlots = Ring<R>::kSlots;
-    constexpr int kBase = Phase * kBatch;
+// (mod kSlots), whose leaving row is local row i and entering row local row i + 2R + 1 (its words
+// words[j]); V of each row into row j of `vrows` (768 words a row: V of element 2k and 2k + 1 in
+// word k).
+template <int R, int W, int Phase>
+__device__ __forceinline__ void column_batch(std::uint32_t* ring, std::uint32_t* vrows, Walk<W>& w,
+                                             const std::uint32_t (&words)[Block<W>::kBatch][Block<W>::kWords]) {
+    using B = Block<W>;
+    constexpr int kSlots = Ring<R, W>::kSlots;
+    constexpr int kBase = Phase * B::kBatch;
     const int t = static_cast<int>(threadIdx.x);
-    const bool full = w.y0 + kBatch <= w.y_end;
+    const bool full = w.y0 + B::kBatch <= w.y_end;
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
+    for (int j = 0; j < B::kBatch; ++j) {
         if (full || w.y0 + j < w.y_end) {
-            const std::uint32_t enter = words[j];
-            const std::uint32_t leave = ring[((kBase + j) % kSlots) * kThreads + t];
-            ring[((kBase + j + 2 * R + 1) % kSlots) * kThreads + t] = enter;
-            w.v_low = w.v_low + low_pair(enter) - low_pair(leave);
-            w.v_high = w.v_high + high_pair(enter) - high_pair(leave);
-            reinterpret_cast<uint2*>(vrows)[j * kThreads + t] = make_uint2(w.v_low, w.v_high);
+            constexpr int kLeave = 0, kEnter = 2 * R + 1;
+            std::uint32_t v[2 * B::kWords];
+#pragma unroll
+            for (int q = 0; q < B::kWords; ++q) {
+                const std::uint32_t enter = words[j][q];
+                const std::uint32_t leave = ring[(((kBase + j + kLeave) % kSlots) * B::kWords + q) * B::kThreads + t];
+                ring[(((kBase + j + kEnter) % kSlots) * B::kWords + q) * B::kThreads + t] = enter;
+                w.v_low[q] = w.v_low[q] + low_pair(enter) - low_pair(leave);
+                w.v_high[q] = w.v_high[q] + high_pair(enter) - high_pair(leave);
+                v[2 * q] = w.v_low[q];
+                v[2 * q + 1] = w.v_high[q];
+            }
+            if constexpr (B::kWords == 1) {
+                reinterpret_cast<uint2*>(vrows)[j * kSpanWords + t] = make_uint2(v[0], v[1]);
+            } else {
+                reinterpret_cast<uint4*>(vrows)[j * (kSpanWords / 2) + t] = make_uint4(v[0], v[1], v[2], v[3]);
+            }
         }
     }
 }
@@ -201,58 +251,62 @@ __device__ __forceinline__ void row_output(const std::uint32_t (&v)[E][8], uint4
     }
 }
 
-// ---- the phases form: 12 warps, columns then rows, two block barriers a batch
+// ---- the phases form: W warps (12 or 6), columns then rows, two block barriers a batch
 
-// One batch from w.y0 (ring turn Phase): the columns from `words`, a barrier, the next batch's
-// loads into `words`, warp j's row j staged over its own V row, a barrier. Whether rows are left.
-template <int R, bool RowSums, int Phase>
-__device__ __forceinline__ bool phases_batch(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t* ring,
-                                             std::uint32_t* vrows, Walk& w, std::uint32_t (&words)[kBatch], int span, const Rounding& rounding) {
-    const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-    column_batch<R, Phase>(ring, vrows, w, words);
-    __syncthreads();
-    if (w.y0 + kBatch < w.y_end) load_batch<R>(in, w.y0 + kBatch, w.column, words);
-    const int y = w.y0 + warp;
-    if (y < w.y_end) {
-        uint4* const row = reinterpret_cast<uint4*>(vrows) + warp * (2 * kThreads / 4);  // 192 pieces of 16 bytes
-        std::uint32_t v[E][8];
-        lane_columns(row, lane, v);
-        __syncwarp();  // every lane has its V before the row's bytes are staged over them
-        row_output<R, RowSums>(v, row, out + static_cast<std::size_t>(y) * Buffers::pitch + span, lane, rounding);
+// Batches S ... of the phases loop, unrolled over a turn of the ring: batch s at ring turn s. Each:
+// the columns from `words`, a barrier, the next batch's loads into `words`, warp j's row j staged
+// over its own V row, a barrier. Whether rows are left.
+template <int R, int W, bool RowSums, int S>
+__device__ __forceinline__ bool phases_batches(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t* ring,
+                                               std::uint32_t* vrows, Walk<W>& w, std::uint32_t (&words)[Block<W>::kBatch][Block<W>::kWords],
+                                               int span, const Rounding& rounding) {
+    if constexpr (S == Ring<R, W>::kCycle) {
+        return true;
+    } else {
+        using B = Block<W>;
+        const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+        column_batch<R, W, S>(ring, vrows, w, words);
+        __syncthreads();
+        if (w.y0 + B::kBatch < w.y_end) load_batch<R, W>(in, w.y0 + B::kBatch, w.column, words);
+        const int y = w.y0 + warp;
+        if (y < w.y_end) {
+            uint4* const row = reinterpret_cast<uint4*>(vrows) + warp * (kSpanWords * 2 / 4);  // 192 pieces of 16 bytes
+            std::uint32_t v[E][8];
+            lane_columns(row, lane, v);
+            __syncwarp();  // every lane has its V before the row's bytes are staged over them
+            row_output<R, RowSums>(v, row, out + static_cast<std::size_t>(y) * Buffers::pitch + span, lane, rounding);
+        }
+        __syncthreads();
+        w.y0 += B::kBatch;
+        if (w.y0 >= w.y_end) return false;
+        return phases_batches<R, W, RowSums, S + 1>(in, out, ring, vrows, w, words, span, rounding);
     }
-    __syncthreads();
-    w.y0 += kBatch;
-    return w.y0 < w.y_end;
 }
 
-template <int R, bool RowSums>
-__global__ void __launch_bounds__(kThreads, 2)
+template <int R, int W, bool RowSums>
+__global__ void __launch_bounds__(Block<W>::kThreads, W == 12 ? 2 : 4)
     box_column_ring(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, int strip_rows, Rounding rounding) {
     extern __shared__ __align__(16) std::uint32_t shared[];
-    std::uint32_t* const ring = shared;                                 // kSlots rows of kThreads words
-    std::uint32_t* const vrows = shared + Ring<R>::kSlots * kThreads;  // kBatch rows of 2 kThreads words (V, 16-bit)
+    std::uint32_t* const ring = shared;                                    // kSlots rows of the span's words
+    std::uint32_t* const vrows = shared + Ring<R, W>::kSlots * kSpanWords;  // kBatch rows of 768 words (V, 16-bit)
     const int tile = static_cast<int>(blockIdx.x) % kTiles, strip = static_cast<int>(blockIdx.x) / kTiles;
     const int y_begin = strip * strip_rows, y_end = min(y_begin + strip_rows, kHeight);
     const int span = tile * kTileBytes - kHaloBytes;
-    Walk w = first_rows<R>(in, ring, y_begin, y_end, span);
-    std::uint32_t words[kBatch];
-    load_batch<R>(in, w.y0, w.column, words);
-    for (;;) {
-        if (!phases_batch<R, RowSums, 0>(in, out, ring, vrows, w, words, span, rounding)) break;
-        if constexpr (Ring<R>::kCycle > 1) {
-            if (!phases_batch<R, RowSums, 1>(in, out, ring, vrows, w, words, span, rounding)) break;
-        }
-        if constexpr (Ring<R>::kCycle > 2) {
-            if (!phases_batch<R, RowSums, 2>(in, out, ring, vrows, w, words, span, rounding)) break;
-        }
+    Walk<W> w = first_rows<R, W>(in, ring, y_begin, y_end, span);
+    std::uint32_t words[Block<W>::kBatch][Block<W>::kWords];
+    load_batch<R, W>(in, w.y0, w.column, words);
+    while (phases_batches<R, W, RowSums, 0>(in, out, ring, vrows, w, words, span, rounding)) {
     }
 }
 
 // ---- the warp-specialized form: 12 column warps and 12 row warps per block, a double buffer of V
 // rows between them, named barriers instead of the block's
 
-constexpr int kSpecializedThreads = 2 * kThreads;  // 768
-constexpr int kFull0 = 1, kEmpty0 = 3;              // named barriers: full[b] = 1 + b, empty[b] = 3 + b
+constexpr int kColumnWarps = 12;
+using Columns = Block<kColumnWarps>;
+constexpr int kBatch = Columns::kBatch;
+constexpr int kSpecializedThreads = 2 * Columns::kThreads;  // 768
+constexpr int kFull0 = 1, kEmpty0 = 3;                       // named barriers: full[b] = 1 + b, empty[b] = 3 + b
 
 __device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(kSpecializedThreads) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(kSpecializedThreads) : "memory"); }
@@ -264,17 +318,18 @@ __device__ __forceinline__ void bar_arrive(int id) { asm volatile("bar.arrive %0
 // array, are in flight already: no register is copied while its load is pending). Whether rows
 // are left.
 template <int R, int S, int P>
-__device__ __forceinline__ bool column_steps(const std::uint8_t* __restrict__ in, std::uint32_t* ring, std::uint32_t* vbuffers, Walk& w,
-                                             std::uint32_t (&even)[kBatch], std::uint32_t (&odd)[kBatch], int& k, int batches) {
+__device__ __forceinline__ bool column_steps(const std::uint8_t* __restrict__ in, std::uint32_t* ring, std::uint32_t* vbuffers,
+                                             Walk<kColumnWarps>& w, std::uint32_t (&even)[kBatch][1], std::uint32_t (&odd)[kBatch][1], int& k,
+                                             int batches) {
     if constexpr (S == P) {
         return true;
     } else {
-        std::uint32_t(&words)[kBatch] = S % 2 == 0 ? even : odd;
+        std::uint32_t(&words)[kBatch][1] = S % 2 == 0 ? even : odd;
         const int b = k & 1;
         if (k >= 2) bar_sync(kEmpty0 + b);
-        column_batch<R, S % Ring<R>::kCycle>(ring, vbuffers + b * kBatch * 2 * kThreads, w, words);
+        column_batch<R, kColumnWarps, S % Ring<R, kColumnWarps>::kCycle>(ring, vbuffers + b * kBatch * 2 * kSpanWords, w, words);
         bar_arrive(kFull0 + b);
-        if (w.y0 + 2 * kBatch < w.y_end) load_batch<R>(in, w.y0 + 2 * kBatch, w.column, words);
+        if (w.y0 + 2 * kBatch < w.y_end) load_batch<R, kColumnWarps>(in, w.y0 + 2 * kBatch, w.column, words);
         w.y0 += kBatch;
         if (++k == batches) return false;
         return column_steps<R, S + 1, P>(in, ring, vbuffers, w, even, odd, k, batches);
@@ -284,36 +339,37 @@ __device__ __forceinline__ bool column_steps(const std::uint8_t* __restrict__ in
 template <int R, bool RowSums>
 __global__ void __launch_bounds__(kSpecializedThreads, 1)
     box_specialized(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, int strip_rows, Rounding rounding) {
+    using ColumnRing = Ring<R, kColumnWarps>;
     extern __shared__ __align__(16) std::uint32_t shared[];
-    std::uint32_t* const ring = shared;                                                    // kSlots rows of kThreads words
-    std::uint32_t* const vbuffers = shared + Ring<R>::kSlots * kThreads;                  // 2 x kBatch rows of 2 kThreads words
-    uint4* const stages = reinterpret_cast<uint4*>(vbuffers + 2 * kBatch * 2 * kThreads);  // a row of 96 pieces per row warp
+    std::uint32_t* const ring = shared;                                                     // kSlots rows of the span's words
+    std::uint32_t* const vbuffers = shared + ColumnRing::kSlots * kSpanWords;               // 2 x kBatch rows of 768 words
+    uint4* const stages = reinterpret_cast<uint4*>(vbuffers + 2 * kBatch * 2 * kSpanWords);  // a row of 96 pieces per row warp
     const int tile = static_cast<int>(blockIdx.x) % kTiles, strip = static_cast<int>(blockIdx.x) / kTiles;
     const int y_begin = strip * strip_rows, y_end = min(y_begin + strip_rows, kHeight);
     const int batches = (y_end - y_begin + kBatch - 1) / kBatch;
     const int span = tile * kTileBytes - kHaloBytes;
     const int warp = static_cast<int>(threadIdx.x) >> 5;
 
-    if (warp < kWarpsPerBlock) {  // column warps
-        Walk w = first_rows<R>(in, ring, y_begin, y_end, span);
-        std::uint32_t even[kBatch], odd[kBatch];
-        load_batch<R>(in, y_begin, w.column, even);
-        if (y_begin + kBatch < y_end) load_batch<R>(in, y_begin + kBatch, w.column, odd);
-        constexpr int kPeriod = Ring<R>::kCycle % 2 == 0 ? Ring<R>::kCycle : 2 * Ring<R>::kCycle;
+    if (warp < kColumnWarps) {  // column warps
+        Walk<kColumnWarps> w = first_rows<R, kColumnWarps>(in, ring, y_begin, y_end, span);
+        std::uint32_t even[kBatch][1], odd[kBatch][1];
+        load_batch<R, kColumnWarps>(in, y_begin, w.column, even);
+        if (y_begin + kBatch < y_end) load_batch<R, kColumnWarps>(in, y_begin + kBatch, w.column, odd);
+        constexpr int kPeriod = ColumnRing::kCycle % 2 == 0 ? ColumnRing::kCycle : 2 * ColumnRing::kCycle;
         for (int k = 0; column_steps<R, 0, kPeriod>(in, ring, vbuffers, w, even, odd, k, batches);) {
         }
         return;
     }
 
     // Row warps: warp r takes row r of each batch, and releases the V buffer once it has its V.
-    const int r = warp - kWarpsPerBlock, lane = static_cast<int>(threadIdx.x) & 31;
+    const int r = warp - kColumnWarps, lane = static_cast<int>(threadIdx.x) & 31;
     uint4* const stage = stages + r * (E * 32);
     for (int k = 0; k < batches; ++k) {
         const int b = k & 1;
         const int y = y_begin + k * kBatch + r;
         bar_sync(kFull0 + b);
         std::uint32_t v[E][8];
-        if (y < y_end) lane_columns(reinterpret_cast<const uint4*>(vbuffers + b * kBatch * 2 * kThreads) + r * (2 * kThreads / 4), lane, v);
+        if (y < y_end) lane_columns(reinterpret_cast<const uint4*>(vbuffers + b * kBatch * 2 * kSpanWords) + r * (2 * kSpanWords / 4), lane, v);
         if (k + 2 < batches) bar_arrive(kEmpty0 + b);
         if (y >= y_end) continue;
         __syncwarp();  // the last row's stores have read the stage
@@ -346,14 +402,23 @@ long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<s
 
 bool g_profile = false;  // `profile`: each configuration launched once, untimed, for Nsight Compute
 
-template <int R>
-void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sums, const std::vector<int>& strip_heights, bool specialized) {
-    const auto kernel = specialized ? (row_sums ? &box_specialized<R, true> : &box_specialized<R, false>)
-                                    : (row_sums ? &box_column_ring<R, true> : &box_column_ring<R, false>);
-    const int threads = specialized ? kSpecializedThreads : kThreads;
-    const std::size_t ring_bytes = static_cast<std::size_t>(Ring<R>::kSlots) * kSpanBytes;
-    const std::size_t vrow_bytes = static_cast<std::size_t>(kBatch) * kSpanBytes * 2;
-    const std::size_t shared = specialized ? ring_bytes + 2 * vrow_bytes + static_cast<std::size_t>(kWarpsPerBlock) * kSpanBytes : ring_bytes + vrow_bytes;
+// The kernels: the phases form of W warps (W = 12 or 6), or the specialized form (W = 0).
+template <int R, int W>
+void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sums, const std::vector<int>& strip_heights) {
+    constexpr bool kSpecialized = W == 0;
+    constexpr int kWarps = kSpecialized ? kColumnWarps : W;
+    using B = Block<kWarps>;
+    const auto kernel = [&] {
+        if constexpr (kSpecialized) {
+            return row_sums ? &box_specialized<R, true> : &box_specialized<R, false>;
+        } else {
+            return row_sums ? &box_column_ring<R, W, true> : &box_column_ring<R, W, false>;
+        }
+    }();
+    const int threads = kSpecialized ? kSpecializedThreads : B::kThreads;
+    const std::size_t ring_bytes = static_cast<std::size_t>(Ring<R, kWarps>::kSlots) * kSpanBytes;
+    const std::size_t vrow_bytes = static_cast<std::size_t>(B::kBatch) * kSpanBytes * 2;
+    const std::size_t shared = kSpecialized ? ring_bytes + 2 * vrow_bytes + static_cast<std::size_t>(kColumnWarps) * kSpanBytes : ring_bytes + vrow_bytes;
     KLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
     int per_sm = 0;
     KLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
@@ -364,6 +429,7 @@ void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sum
     rounding.normalized = true;
     rounding.half = (count - 1) / 2;
     rounding.inverse = static_cast<std::uint32_t>(((1ull << 32) + count - 1) / count);
+    const std::string form = kSpecialized ? "specialized" : "phases/" + std::to_string(W);
     for (int strip_rows : strip_heights) {
         const int strips = (kHeight + strip_rows - 1) / strip_rows;
         const int grid = kTiles * strips;
@@ -385,8 +451,8 @@ void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sum
         }
         const double us = timer.median_us(work);
         std::printf("%-11s box %2dx%-2d %-8s strips of %4d rows (%4d blocks, %d per SM, %3d registers, %6zu B shared): %7.1f us (%.2fx the copy); %s\n",
-                    specialized ? "specialized" : "phases", 2 * R + 1, 2 * R + 1, row_sums ? "box" : "columns", strip_rows, grid, per_sm, attributes.numRegs, shared, us, us / copy_us,
-                    check.c_str());
+                    form.c_str(), 2 * R + 1, 2 * R + 1, row_sums ? "box" : "columns", strip_rows, grid, per_sm, attributes.numRegs, shared, us,
+                    us / copy_us, check.c_str());
         std::fflush(stdout);
     }
 }
@@ -396,19 +462,24 @@ int run() {
     Timer timer;
     const double copy_us = timer.copy_us(buffers);
     if (g_profile) {  // box31 in both forms at their best strips, then the phases form's columns alone
-        time_box<15>(timer, buffers, copy_us, true, {270}, false);
-        time_box<15>(timer, buffers, copy_us, true, {540}, true);
-        time_box<15>(timer, buffers, copy_us, false, {270}, false);
+        time_box<15, 12>(timer, buffers, copy_us, true, {270});
+        time_box<15, 0>(timer, buffers, copy_us, true, {540});
+        time_box<15, 12>(timer, buffers, copy_us, false, {270});
         return 0;
     }
     for (bool row_sums : {true, false}) {
-        time_box<1>(timer, buffers, copy_us, row_sums, {270}, false);
-        time_box<4>(timer, buffers, copy_us, row_sums, {270}, false);
-        time_box<15>(timer, buffers, copy_us, row_sums, {270}, false);
+        // 16 tiles x 16 strips of 270 rows: 256 blocks, one wave at 2 blocks per SM; with blocks of
+        // 6 warps, 3 or 4 per SM: 396 or 528 blocks fill a wave (strips of 180 or 135 rows).
+        time_box<1, 12>(timer, buffers, copy_us, row_sums, {270});
+        time_box<4, 12>(timer, buffers, copy_us, row_sums, {270});
+        time_box<15, 12>(timer, buffers, copy_us, row_sums, {270});
+        time_box<1, 6>(timer, buffers, copy_us, row_sums, {135, 180, 270});
+        time_box<4, 6>(timer, buffers, copy_us, row_sums, {135, 180, 270});
+        time_box<15, 6>(timer, buffers, copy_us, row_sums, {135, 180, 270});
         // One block per SM: 132 blocks fill a wave; 16 tiles x 8 strips of 540 rows is 128.
-        time_box<1>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540}, true);
-        time_box<4>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540}, true);
-        time_box<15>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540}, true);
+        time_box<1, 0>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540});
+        time_box<4, 0>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540});
+        time_box<15, 0>(timer, buffers, copy_us, row_sums, {33, 66, 135, 540});
     }
     return 0;
 }
