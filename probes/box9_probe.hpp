@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <initializer_list>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -86,21 +85,26 @@ private:
     autotune::TimingOptions options_;
 };
 
-// Interior bytes of `rows` that differ from a CPU box sum (replicated rows); `checked` counts the
-// bytes compared.
-inline long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, std::initializer_list<int> rows,
-                            long& checked) {
+// Interior bytes of `rows` (those `margin` bytes or more from a row's ends) that differ from a CPU
+// box sum of radius `radius` (replicated rows; by default the 9x9 box these probes share);
+// `checked` counts the bytes compared.
+inline long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, const std::vector<int>& rows,
+                            long& checked, int radius = kRadius, int margin = 16) {
     constexpr std::size_t pitch = Buffers::pitch;
+    const std::uint32_t count = static_cast<std::uint32_t>((2 * radius + 1) * (2 * radius + 1));
+    std::vector<std::uint32_t> columns(kRowBytes);  // the column sums of the row's box
     long differing = 0;
     for (int y : rows) {
-        for (int e = 16; e < kRowBytes - 16; ++e) {
+        std::fill(columns.begin(), columns.end(), 0u);
+        for (int dy = -radius; dy <= radius; ++dy) {
+            const std::size_t source_row = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * pitch;
+            for (int e = 0; e < kRowBytes; ++e) columns[static_cast<std::size_t>(e)] += image[source_row + static_cast<std::size_t>(e)];
+        }
+        for (int e = margin; e < kRowBytes - margin; ++e) {
             std::uint32_t sum = 0;
-            for (int dy = -kRadius; dy <= kRadius; ++dy) {
-                const std::size_t source_row = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * pitch;
-                for (int dx = -kRadius; dx <= kRadius; ++dx) sum += image[source_row + static_cast<std::size_t>(e + dx * kStride)];
-            }
+            for (int dx = -radius; dx <= radius; ++dx) sum += columns[static_cast<std::size_t>(e + dx * kStride)];
             ++checked;
-            if (result[static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(e)] != (sum + (kCount - 1) / 2) / kCount) ++differing;
+            if (result[static_cast<std::size_t>(y) * pitch + static_cast<std::size_t>(e)] != (sum + (count - 1) / 2) / count) ++differing;
         }
     }
     return differing;

@@ -62,7 +62,6 @@
 // flight, and its columns alone run at 1.56x. None reaches the 1.3x target: that needs the row sums
 // under ~60 us at the issue rates seen here (40 to 45% of the slots), about 25 M instructions for
 // the 8K image, against ~35 M.
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -72,6 +71,7 @@
 
 #include "autotune/timing.hpp"
 #include "harness/cuda_check.hpp"
+#include "harness/mask.hpp"
 #include "kernels/box_pixel_rows.hpp"
 #include "kernels/box_sums.hpp"
 #include "probes/box9_probe.hpp"
@@ -80,6 +80,7 @@
 namespace {
 
 using klab::probes::box9::Buffers;
+using klab::probes::box9::differing_bytes;
 using klab::probes::box9::kHeight;
 using klab::probes::box9::kRowBytes;
 using klab::probes::box9::Timer;
@@ -379,27 +380,6 @@ __global__ void __launch_bounds__(kSpecializedThreads, 1)
 
 // ---- the host side
 
-long differing_bytes(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, int radius, const std::vector<int>& rows,
-                     long& checked) {
-    const long count = static_cast<long>(2 * radius + 1) * (2 * radius + 1);
-    std::vector<std::uint32_t> columns(kRowBytes);
-    long differing = 0;
-    for (int y : rows) {
-        std::fill(columns.begin(), columns.end(), 0u);
-        for (int dy = -radius; dy <= radius; ++dy) {
-            const std::size_t source = static_cast<std::size_t>(std::min(std::max(y + dy, 0), kHeight - 1)) * Buffers::pitch;
-            for (int e = 0; e < kRowBytes; ++e) columns[e] += image[source + e];
-        }
-        for (int e = 2 * kHaloBytes; e < kRowBytes - 2 * kHaloBytes; ++e) {
-            std::uint32_t sum = 0;
-            for (int dx = -radius; dx <= radius; ++dx) sum += columns[e + dx * E];
-            ++checked;
-            if (result[static_cast<std::size_t>(y) * Buffers::pitch + e] != (sum + (count - 1) / 2) / count) ++differing;
-        }
-    }
-    return differing;
-}
-
 bool g_profile = false;  // `profile`: each configuration launched once, untimed, for Nsight Compute
 
 // The kernels: the phases form of W warps (W = 12 or 6), or the specialized form (W = 0).
@@ -424,11 +404,7 @@ void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sum
     KLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
     cudaFuncAttributes attributes{};
     KLAB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-    const auto count = static_cast<std::uint32_t>((2 * R + 1) * (2 * R + 1));
-    Rounding rounding{};  // the normalized box: round(S / count) as one multiply-high (kernels/box_sums.hpp)
-    rounding.normalized = true;
-    rounding.half = (count - 1) / 2;
-    rounding.inverse = static_cast<std::uint32_t>(((1ull << 32) + count - 1) / count);
+    const Rounding rounding = klab::box_sums::rounding_of(klab::masks::box(2 * R + 1));  // the normalized box: one multiply-high
     const std::string form = kSpecialized ? "specialized" : "phases/" + std::to_string(W);
     for (int strip_rows : strip_heights) {
         const int strips = (kHeight + strip_rows - 1) / strip_rows;
@@ -445,8 +421,9 @@ void time_box(Timer& timer, const Buffers& buffers, double copy_us, bool row_sum
         std::string check = "not checked (wrong pixels)";
         if (row_sums) {
             long checked = 0;
-            const long differing = differing_bytes(buffers.image, buffers.output_of(work), R, {0, 1, 2, R, R + 1, strip_rows - 1, strip_rows,
-                                                   strip_rows + 5, 2001, kHeight - 2, kHeight - 1}, checked);
+            const long differing = differing_bytes(buffers.image, buffers.output_of(work),
+                                                   {0, 1, 2, R, R + 1, strip_rows - 1, strip_rows, strip_rows + 5, 2001, kHeight - 2, kHeight - 1},
+                                                   checked, R, 2 * kHaloBytes);
             check = std::to_string(differing) + " of " + std::to_string(checked) + " interior bytes differ";
         }
         const double us = timer.median_us(work);
