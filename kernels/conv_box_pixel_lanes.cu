@@ -91,8 +91,6 @@ using box_span::column_sources;
 using box_span::kFullMask;
 using box_span::kLaneBytes;
 using box_span::kWarp;
-using box_span::pack_bytes;
-using box_span::rounded_word;
 using box_span::slide_columns;
 using box_span::span_bytes;
 using box_span::store_span_bytes;
@@ -117,18 +115,24 @@ struct Tiling {
     int strip_rows;  // output rows each warp walks down
     int strips;      // strips of the image
     int ry;          // the box's vertical radius
+    int ring_slots;  // the fast RGB walk's ring of the window's rows in shared memory: 2 ry + 1 slots, or 0 (none)
 };
 
 // Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16-byte
 // piece; the fast walk uses the same space as four slots of 512E bytes (two rows of its output
-// staged, two rows of its coalesced loads dealt to their lanes).
-std::size_t shared_bytes(int stride, const LaunchShape& shape) {
-    return static_cast<std::size_t>(shape.block_y) * stride * kWarp * kLaneBytes * sizeof(int);
+// staged, two rows of its coalesced loads dealt to their lanes), or, with the ring, its 2 ry + 1
+// slots if that is more (13.5 KB for a box 9 rows high, as 16 warps per SM can have).
+constexpr int kMaxRingRadius = 7;  // the ring of a box 15 rows high: 15 slots of 1536 bytes a warp, 180 KB for 8 warps
+__host__ __device__ int warp_slots(int ring_slots) { return ring_slots > 4 ? ring_slots : 4; }
+
+std::size_t shared_bytes(int stride, const LaunchShape& shape, int ring_slots) {
+    return static_cast<std::size_t>(shape.block_y) * warp_slots(ring_slots) * kWarp * stride * kLaneBytes;
 }
 
-Tiling tiling_of(int width, int height, int ry, int strip_rows) {
+Tiling tiling_of(int width, int height, int ry, int strip_rows, bool ring) {
     Tiling t{};
     t.ry = ry;
+    t.ring_slots = ring ? 2 * ry + 1 : 0;
     t.tiles = static_cast<int>(grid_side(width, kTilePixels));
     t.strips = static_cast<int>(grid_side(height, strip_rows));
     t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
@@ -245,7 +249,8 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     // A coalesced row's pieces to the lanes that own them: written to slot `slot` of the warp's
     // shared memory (its four slots of 32E pieces: the stores' staging takes 0 and 1, the rows'
     // loop deals its entering and leaving rows through 2 and 3, a strip's first rows through 0 to
-    // 3 in turn), read back after a __syncwarp, the edge lanes' fill applied then.
+    // 3 in turn; with the ring, slots 0 ... K - 1 hold the window's rows, below), read back after a
+    // __syncwarp, the edge lanes' fill applied then.
     const auto put_pieces = [&](int slot, const uint4(&bytes)[E]) {
         if constexpr (kCoalesced) {
 #pragma unroll
@@ -265,15 +270,21 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
     // flight; gray: eight rows, eight loads), the rest two at a time.
     constexpr int kBatch = E == 1 ? 8 : 2;
     static_assert(!kCoalesced || kBatch == 2, "the coalesced first rows come in pairs");
+    // The ring (the coalesced walk, where the tuner chose it): the window's row j (the strip's
+    // first rows are rows 0 ... 2 ry) lives in slot j mod K, K = 2 ry + 1, until it leaves, so each
+    // row is loaded once per strip and the leaving row comes from shared memory instead of a second
+    // load from the L2 or DRAM.
+    const int ring = kCoalesced ? t.ring_slots : 0;
     std::uint32_t v[E][8];
     int y_first = y_begin - t.ry - 1;
     const int first_end = y_begin + t.ry;
     {
         uint4 row_in[E];
         load(enter_row, y_first++, row_in);
-        put_pieces(2, row_in);
+        const int slot = ring != 0 ? 0 : 2;  // ring: window row 0
+        put_pieces(slot, row_in);
         if constexpr (kCoalesced) __syncwarp();
-        own_pieces(2, row_in);
+        own_pieces(slot, row_in);
 #pragma unroll
         for (int k = 0; k < E; ++k) {
 #pragma unroll
@@ -285,7 +296,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
 #pragma unroll
         for (int r = 0; r < kBatch; ++r) load(enter_row, y_first + r, rows_in[r]);
         if constexpr (kCoalesced) {  // RGB: kBatch = 2, through slots 0 and 1, then 2 and 3, in turn
-            const int slot = (pair & 1) ? 2 : 0;
+            const int slot = ring != 0 ? 1 + 2 * pair : ((pair & 1) ? 2 : 0);  // ring: window rows 1 + 2 pair and 2 + 2 pair
             put_pieces(slot, rows_in[0]);
             put_pieces(slot + 1, rows_in[1]);
             __syncwarp();
@@ -305,29 +316,52 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
         }
     }
 
+    // With the ring, walk row i's leaving row is window row i, read from slot i mod K into `leave`
+    // a row ahead; its entering row, window row i + K, then takes that slot, and the row's output is
+    // staged in the slot of window row i + 1 once every lane has read that row (the next one's
+    // leaving row).
     uint4 enter[E], leave[E];
     load(enter_row, y_begin + t.ry, enter);
-    load(leave_row, y_begin - t.ry - 1, leave);
+    int slot = 0;  // with the ring: i mod K
+    if (ring == 0) {
+        load(leave_row, y_begin - t.ry - 1, leave);
+    } else {
+        own_pieces(0, leave);
+    }
     for (int y = y_begin; y < y_end; ++y, dst += out_pitch) {
-        if constexpr (kCoalesced) {  // slots 2 and 3: every lane read them before the last row's stores
-            put_pieces(2, enter);
-            put_pieces(3, leave);
-            __syncwarp();
-            own_pieces(2, enter);
-            own_pieces(3, leave);
+        if constexpr (kCoalesced) {
+            if (ring != 0) {
+                __syncwarp();  // the last row's stores have read the slot (their staging)
+                put_pieces(slot, enter);
+                __syncwarp();
+                own_pieces(slot, enter);
+                slot = slot + 1 == ring ? 0 : slot + 1;
+            } else {  // slots 2 and 3: every lane read them before the last row's stores
+                put_pieces(2, enter);
+                put_pieces(3, leave);
+                __syncwarp();
+                own_pieces(2, enter);
+                own_pieces(3, leave);
+            }
         }
 #pragma unroll
         for (int k = 0; k < E; ++k) slide_columns(v[k], enter[k], leave[k]);
         if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
             load(enter_row, y + 1 + t.ry, enter);
-            load(leave_row, y - t.ry, leave);
+            if (ring == 0) {
+                load(leave_row, y - t.ry, leave);
+            } else {
+                own_pieces(slot, leave);
+            }
         }
+        if (ring != 0) __syncwarp();  // every lane has read the slot that stages this row
         if constexpr (Fast) {
             // The lanes' pieces lie 16E bytes apart: stored as they are, each store instruction of
             // the warp would write half of many 32-byte sectors. Staged in shared memory (two
-            // buffers: a row's writes never meet the last row's reads), the warp stores 512
-            // consecutive bytes at a time: piece q * 32 + lane of the span.
-            uint4* const buffer = stage + (y & 1) * kWarp * E;
+            // buffers: a row's writes never meet the last row's reads; with the ring, the slot of
+            // the next row's leaving row, read above), the warp stores 512 consecutive bytes at a
+            // time: piece q * 32 + lane of the span.
+            uint4* const buffer = stage + (ring != 0 ? slot : y & 1) * kWarp * E;
             row_bytes_of<E, Rx, true>(v, rounding, [&](int k, uint4 bytes) { buffer[E * lane + k] = bytes; });
             __syncwarp();
             std::uint8_t* const span_dst = dst + (span_e - e);
@@ -410,7 +444,7 @@ __global__ void __launch_bounds__(kWarp * 8, 2)
     const bool fast = __all_sync(kFullMask, vector || (outside && edge_fills)) && out_aligned && rounding.normalized;
     const bool interior = y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height;
     extern __shared__ __align__(16) int shared_sources[];
-    int* const sources = shared_sources + E * kWarp * kLaneBytes * static_cast<int>(threadIdx.y) + lane;
+    int* const sources = shared_sources + warp_slots(t.ring_slots) * kWarp * E * kLaneBytes / 4 * static_cast<int>(threadIdx.y) + lane;
     uint4* const stage = reinterpret_cast<uint4*>(sources - lane);  // the fast walk's store staging (2 x 32E pieces)
     if (fast) {
         // The interior's inner warps walk without the edge lanes' fill; the strips at the top and
@@ -451,7 +485,7 @@ Kernel kernel_for(const Problem& problem) {
 }
 
 Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
-    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"));
+    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"), shape.parameter("loads") == 1);
 }
 
 class ConvBoxPixelLanes final : public Variant {
@@ -472,8 +506,12 @@ public:
     }
     TuningSpace tuning_space() const override {
         TuningSpace space = box_span::warp_span_tuning_space();
-        space.parameters = {{"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()),
+        space.parameters = {{"loads", {1, 2},
+                             "global loads per walked row: 2 (the entering and the leaving row) or 1 (the entering row; RGB rows of boxes "
+                             "up to 15 rows high: the leaving row from a ring of the box's window in shared memory)"},
+                            {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()),
                              "output rows each warp walks down, at most (the strips share the rows evenly)"}};
+        space.default_shape.parameters = {{"loads", 2}, {"rows", 32}};
         return space;
     }
     // 32x4 blocks; the tallest strips that still give a 132-SM GPU 16 warps per SM (what 128
@@ -482,20 +520,30 @@ public:
         LaunchShape shape = tuning_space().default_shape;
         int rows = kStripRows.front();
         for (int candidate : kStripRows) {
-            shape.parameters = {{"rows", candidate}};
+            shape.parameters = {{"loads", 2}, {"rows", candidate}};
             const Tiling t = tiling_of(problem, shape);
             if (static_cast<long long>(t.tiles) * t.strips * planes_of(problem.shape) >= 132 * 16) rows = candidate;
         }
-        shape.parameters = {{"rows", rows}};
+        shape.parameters = {{"loads", 2}, {"rows", rows}};
         return shape;
     }
-    Support check_shape(const Problem& /*problem*/, const LaunchShape& shape) const override {
+    Support check_shape(const Problem& problem, const LaunchShape& shape) const override {
         if (shape.block_x != kWarp || !box_sums::listed(box_span::kWarpsPerBlock, shape.block_y)) {
             return Support::no(fmt::format("block {}x{}: the block is 32xN with N = 2, 4 or 8 warps", shape.block_x, shape.block_y));
         }
         const int rows = shape.parameter("rows");
         if (!box_sums::listed(kStripRows, rows)) {
             return Support::no(fmt::format("rows={}: a warp walks one of {} rows", rows, fmt::join(kStripRows, ", ")));
+        }
+        const int loads = shape.parameter("loads");
+        if (loads != 1 && loads != 2) return Support::no(fmt::format("loads={}: a walked row takes 1 or 2 global loads", loads));
+        if (loads == 1 && rows::element_stride(problem.shape) != 3) {
+            return Support::no("loads=1: the ring of the window's rows holds the RGB walk's rows; gray rows and SoA planes load the leaving row (loads=2)");
+        }
+        if (loads == 1 && problem.mask->radius_y() > kMaxRingRadius) {
+            const double kilobytes = warp_slots(2 * problem.mask->radius_y() + 1) * 3.0 * kWarp * kLaneBytes / 1024;
+            return Support::no(fmt::format("loads=1: the ring of a box {} rows high would need {:.1f} KB of shared memory per warp; it takes boxes up to {} rows",
+                                           problem.mask->height(), kilobytes, 2 * kMaxRingRadius + 1));
         }
         return Support::yes();
     }
@@ -505,7 +553,7 @@ public:
         const long long warps = static_cast<long long>(t.tiles) * t.strips;
         const dim3 grid(static_cast<unsigned>((warps + shape.block_y - 1) / shape.block_y), 1, planes_of(problem.shape));
         return {make_launch(kernel_for(problem), "conv_box_pixel_lanes_kernel", grid, block_of(shape),
-                            shared_bytes(rows::element_stride(problem.shape), shape))};
+                            shared_bytes(rows::element_stride(problem.shape), shape, t.ring_slots))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {

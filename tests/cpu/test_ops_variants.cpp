@@ -346,16 +346,17 @@ TEST(OpsVariants, BoxWarpRingTilesGridAndRing) {
 }
 
 // conv.box_pixel_lanes: 16 whole pixels a lane, lanes 1 ... 30 write (480 pixels a tile), a warp per
-// tile and strip, shared memory of 2 KB per warp and byte of the pixel; every box, but not RGBA AoS
-// (64 bytes a lane), which is refused with the reason.
+// tile and strip, shared memory of 2 KB per warp and byte of the pixel, or with the ring (RGB rows,
+// boxes up to 15 rows high) 2 ry + 1 rows of 1536 bytes per warp if that is more; every box, but not
+// RGBA AoS (64 bytes a lane), which is refused with the reason.
 TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     const Variant& variant = Registry::instance().get("conv.box_pixel_lanes");
     const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
-    const LaunchShape walk33{32, 8, {{"rows", 33}}};
+    const LaunchShape walk33{32, 8, {{"loads", 2}, {"rows", 33}}};
     ASSERT_TRUE(variant.check_shape(rgb31, walk33));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 8, {{"rows", 32}}}));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"rows", 33}}}));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 8, {{"loads", 2}, {"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"loads", 2}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"loads", 2}, {"rows", 33}}}));
     // 16 tiles of 480 pixels, 131 strips of 33 rows: 2096 warps (one wave of 16 warps on each of 132
     // SMs) in blocks of 8; 48 KB of shared memory per block.
     const std::vector<KernelLaunch> k = variant.kernels(rgb31, walk33);
@@ -365,9 +366,30 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     EXPECT_EQ(k[0].dynamic_shared_bytes, 8u * 3u * 32u * 16u * 4u);
     // The tallest strips that leave 16 warps per SM on 132 SMs: 24 rows (2880 warps; 33 would give 2096).
     EXPECT_EQ(variant.default_shape(rgb31).parameter("rows"), 24);
+    EXPECT_EQ(variant.default_shape(rgb31).parameter("loads"), 2);
+    // loads=1, the ring: 2 ry + 1 rows of 1536 bytes per warp (box9: 9, 13.5 KB; box3: 3, less than
+    // the 4 slots of 1536 bytes the walk has anyway); refused where it would need more than 15 slots
+    // (box31: 31, 46.5 KB a warp), for gray rows and SoA planes (no coalesced RGB walk), and for a
+    // value other than 1 or 2, each with the reason.
+    const LaunchShape ring33{32, 8, {{"loads", 1}, {"rows", 33}}};
+    const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
+    ASSERT_TRUE(variant.check_shape(rgb9, ring33));
+    EXPECT_EQ(variant.kernels(rgb9, ring33)[0].dynamic_shared_bytes, 8u * 9u * 1536u);
+    EXPECT_EQ(variant.kernels(convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(3), Border{}), ring33)[0].dynamic_shared_bytes,
+              8u * 4u * 1536u);
+    const Support tall = variant.check_shape(rgb31, ring33);
+    EXPECT_FALSE(tall);
+    EXPECT_NE(tall.reason().find("loads=1: the ring of a box 31 rows high would need 46.5 KB of shared memory per warp"), std::string::npos) << tall.reason();
+    EXPECT_TRUE(variant.check_shape(convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(15), Border{}), ring33));
+    for (const ImageShape& image : {ImageShape{1920, 1080, 1, Layout::aos}, ImageShape{1920, 1080, 3, Layout::soa}}) {
+        const Support flat = variant.check_shape(convolve_problem(image, masks::box(9), Border{}), ring33);
+        EXPECT_FALSE(flat);
+        EXPECT_NE(flat.reason().find("loads=1: the ring of the window's rows holds the RGB walk's rows"), std::string::npos) << flat.reason();
+    }
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 8, {{"loads", 3}, {"rows", 33}}}));
     // Gray: 1920 pixels in 4 tiles of 480; a small image takes the shortest strips; SoA planes are layers.
     const Problem gray5 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(5), Border{});
-    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
+    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"loads", 2}, {"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
     const Problem soa = convolve_problem({300, 70, 3, Layout::soa}, masks::box(5), Border{});
     EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 8);
     EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 3u);
