@@ -15,7 +15,12 @@
 //            32 q + lane of the span (512 consecutive bytes where every lane is inside the row),
 //            and the pieces reach the lanes that own them through shared memory. Piece k of
 //            neighbouring lanes lies 48 bytes apart: loading each lane's own pieces would read
-//            half of 32 sectors per instruction;
+//            half of 32 sectors per instruction. With `loads=1` (tuned; RGB rows, boxes up to 15
+//            rows high) that walk keeps the box's window in shared memory, a ring of 2 ry + 1 rows
+//            of the span per warp (13.5 KB for box9, which 16 warps per SM still have): each row is
+//            loaded once per strip and dealt into the ring, the leaving row read from there a row
+//            ahead, and the row's output staged in the slot it frees. So the leaving rows no longer
+//            come back from the L2 or DRAM, and longer strips pay (fewer first rows per output);
 //   rows:    (kernels/box_pixel_rows.hpp) along each channel, S(i) = S(i - E) + V(i + rx * E) -
 //            V(i - (rx + 1) * E), element by element. As rx <= 15 < 16 pixels, the entering column
 //            lies in this lane or the next one, the leaving column in this lane or the one before:
@@ -53,11 +58,18 @@
 // plane; RGBA AoS is refused (16 pixels a lane would be 64 bytes: V and the next row's loads would
 // need more registers than the kernel's 128; conv.box_warp_scan takes it). Every border, any
 // pitch, any size. The block is 32 x N threads (N = 2, 4 or 8 warps, tuned), at most 128 registers
-// (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel.
+// (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel, or with
+// loads=1 1.5 KB per row of the ring if that is more (box31's 46.5 KB a warp is refused, with that
+// reason; so are gray rows and SoA planes, whose walk has no ring).
 // Measured on an NVIDIA H200. The committed klab run at 06ff4d7 (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 47.62 us): 8K RGB AoS replicate box31 89.51 us (1.88x;
-// 32x2 rows=33; conv.box_warp_scan 122.30, npp.box 16581: 185x faster), box9 74.56 (1.57x; 32x2
-// rows=11; conv.box_warp_ring 73.96), box3 61.97 (1.30x; 32x8 rows=33).
+// medians of 5; the 8K RGB rows' copy floor 47.62 us), before the ring: 8K RGB AoS replicate box31
+// 89.51 us (1.88x; 32x2 rows=33; conv.box_warp_scan 122.30, npp.box 16581: 185x faster), box9
+// 74.56 (1.57x; 32x2 rows=11; conv.box_warp_ring 73.96), box3 61.97 (1.30x; 32x8 rows=33).
+// With the ring (2026-12-01): klab tune at 9976003 chose loads=1 for 8K box9 (32x8 rows=33, 65.1
+// us) and box3 (32x8 rows=33, 61.6 us), loads=2 for box31 (results/nvidia-h200/tune.log); a full
+// klab run at b3888a4, cut short by the session's device time and so not committed, had measured
+// box9 64.9 us (1.36x its copy floor of 47.89 us; conv.box_warp_ring 74.2 in the same run), box3
+// 61.6 (1.29x) and box31 89.8 (1.88x).
 // Where the time goes (Nsight Compute, clocks unlocked, H200, 2026-11-30, 8K RGB): box31 reads
 // 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes)
 // over the 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB,
