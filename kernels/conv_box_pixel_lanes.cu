@@ -61,20 +61,19 @@
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel, or with
 // loads=1 1.5 KB per row of the ring if that is more (box31's 46.5 KB a warp is refused, with that
 // reason; so are gray rows and SoA planes, whose walk has no ring).
-// Measured on an NVIDIA H200. The committed klab run at 06ff4d7 (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 47.62 us), before the ring: 8K RGB AoS replicate box31
-// 89.51 us (1.88x; 32x2 rows=33; conv.box_warp_scan 122.30, npp.box 16581: 185x faster), box9
-// 74.56 (1.57x; 32x2 rows=11; conv.box_warp_ring 73.96), box3 61.97 (1.30x; 32x8 rows=33).
-// With the ring (2026-12-01): klab tune at 9976003 chose loads=1 for 8K box9 (32x8 rows=33, 65.1
-// us) and box3 (32x8 rows=33, 61.6 us), loads=2 for box31 (results/nvidia-h200/tune.log); a full
-// klab run at b3888a4, cut short by the session's device time and so not committed, had measured
-// box9 64.9 us (1.36x its copy floor of 47.89 us; conv.box_warp_ring 74.2 in the same run), box3
-// 61.6 (1.29x) and box31 89.8 (1.88x).
-// Where the time goes (Nsight Compute, clocks unlocked, H200, 2026-11-30, 8K RGB): box31 reads
-// 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes)
-// over the 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB,
-// so leaving rows come back from DRAM. box9 (33.8 M warp instructions, issue slots 42% busy, 35% of
-// the stall samples on loads) is not held by DRAM; box3 (28.4 M, 44%) reads 1.04x its input.
+// Measured on an NVIDIA H200. The committed klab run at 34f9597 (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 47.79 us): 8K RGB AoS replicate box9 64.84 us (1.36x;
+// 32x8 loads=1 rows=33; conv.box_warp_ring 74.81, npp.box 1718: 26.5x faster), box3 61.35 (1.28x;
+// 32x8 loads=1 rows=33), box31 90.34 (1.89x; 32x2 loads=2 rows=33; npp.box 16589: 184x). Before
+// the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97, box31 89.51.
+// Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 with the ring (2026-12-01,
+// 65.1 us under the profiler) runs 31.5 M warp instructions with issue slots 47% busy at 25%
+// occupancy (126 registers, and 13.5 KB of ring per warp), 30% of the stall samples on global loads
+// (most at the put of the entering row), DRAM about 174 MB; neither prefetching the entering rows
+// into the L2 nor loading them earlier moves it (notes). box31 (loads=2, 2026-11-30) reads 224.6 MB
+// from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes) over the
+// 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB, so
+// leaving rows come back from DRAM; its ring would need 46.5 KB a warp.
 // Measurements, profiles and every form tried and dropped: kernels/notes/conv_box_pixel_lanes.md.
 #include <array>
 #include <cstddef>
