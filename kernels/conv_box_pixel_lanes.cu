@@ -127,6 +127,7 @@ struct Tiling {
     int strips;      // strips of the image
     int ry;          // the box's vertical radius
     int ring_slots;  // the fast RGB walk's ring of the window's rows in shared memory: 2 ry + 1 slots, or 0 (none)
+    int prefetch;    // with the ring: the interior walk's entering rows prefetched into the L2 this many rows before their loads, or 0
 };
 
 // Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16-byte
@@ -134,16 +135,27 @@ struct Tiling {
 // staged, two rows of its coalesced loads dealt to their lanes), or, with the ring, its 2 ry + 1
 // slots if that is more (13.5 KB for a box 9 rows high, as 16 warps per SM can have).
 constexpr int kMaxRingRadius = 7;  // the ring of a box 15 rows high: 15 slots of 1536 bytes a warp, 180 KB for 8 warps
-__host__ __device__ int warp_slots(int ring_slots) { return ring_slots > 4 ? ring_slots : 4; }
-
-std::size_t shared_bytes(int stride, const LaunchShape& shape, int ring_slots) {
-    return static_cast<std::size_t>(shape.block_y) * warp_slots(ring_slots) * kWarp * stride * kLaneBytes;
+__host__ __device__ int warp_bytes(int stride, int ring_slots) {
+    const int slots = ring_slots > 4 ? ring_slots : 4;
+    return slots * kWarp * stride * kLaneBytes;
 }
 
-Tiling tiling_of(int width, int height, int ry, int strip_rows, bool ring) {
+// The tuning parameter `ahead`: how many rows before its use a walked row's entering row is first
+// asked for, 1 (its load, issued a row ahead) or kPrefetchAhead (the ring's walk: also prefetched
+// into the L2 two rows before that load). On the H200 (2026-12-01) the prefetch 2 rows before the
+// load took box3 from 61.5 to 59.8 us and left box9 where it was (65.2 against 64.9); 1 row before
+// took box3 to 60.6.
+constexpr int kPrefetchAhead = 3;
+
+std::size_t shared_bytes(int stride, const LaunchShape& shape, int ring_slots) {
+    return static_cast<std::size_t>(shape.block_y) * warp_bytes(stride, ring_slots);
+}
+
+Tiling tiling_of(int width, int height, int ry, int strip_rows, bool ring, int ahead) {
     Tiling t{};
     t.ry = ry;
     t.ring_slots = ring ? 2 * ry + 1 : 0;
+    t.prefetch = ring ? ahead - 1 : 0;
     t.tiles = static_cast<int>(grid_side(width, kTilePixels));
     t.strips = static_cast<int>(grid_side(height, strip_rows));
     t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
@@ -359,6 +371,16 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
         for (int k = 0; k < E; ++k) slide_columns(v[k], enter[k], leave[k]);
         if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
             load(enter_row, y + 1 + t.ry, enter);
+            if constexpr (Interior && kCoalesced) {
+                // With `ahead` = 3 (tuned): the entering row of walk row y + 1 + prefetch asked of
+                // the L2 now, so that its load finds it there.
+                if (t.prefetch != 0 && y + 1 + t.prefetch < y_end) {
+#pragma unroll
+                    for (int q = 0; q < E; ++q) {
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(enter_row + (t.prefetch - 1) * in_pitch + piece_offset[q]));
+                    }
+                }
+            }
             if (ring == 0) {
                 load(leave_row, y - t.ry, leave);
             } else {
@@ -455,7 +477,7 @@ __global__ void __launch_bounds__(kWarp * 8, 2)
     const bool fast = __all_sync(kFullMask, vector || (outside && edge_fills)) && out_aligned && rounding.normalized;
     const bool interior = y_begin - t.ry - 1 >= 0 && y_end - 1 + t.ry < height;
     extern __shared__ __align__(16) int shared_sources[];
-    int* const sources = shared_sources + warp_slots(t.ring_slots) * kWarp * E * kLaneBytes / 4 * static_cast<int>(threadIdx.y) + lane;
+    int* const sources = shared_sources + warp_bytes(E, t.ring_slots) / 4 * static_cast<int>(threadIdx.y) + lane;
     uint4* const stage = reinterpret_cast<uint4*>(sources - lane);  // the fast walk's store staging (2 x 32E pieces)
     if (fast) {
         // The interior's inner warps walk without the edge lanes' fill; the strips at the top and
@@ -496,7 +518,8 @@ Kernel kernel_for(const Problem& problem) {
 }
 
 Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
-    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"), shape.parameter("loads") == 1);
+    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"), shape.parameter("loads") == 1,
+                     shape.parameter("ahead"));
 }
 
 class ConvBoxPixelLanes final : public Variant {
@@ -517,12 +540,15 @@ public:
     }
     TuningSpace tuning_space() const override {
         TuningSpace space = box_span::warp_span_tuning_space();
-        space.parameters = {{"loads", {1, 2},
+        space.parameters = {{"ahead", {1, kPrefetchAhead},
+                             "rows before its use that a walked row's entering row is first asked for: 1 (its load, a row ahead) or 3 "
+                             "(loads=1: also prefetched into the L2 two rows before that load)"},
+                            {"loads", {1, 2},
                              "global loads per walked row: 2 (the entering and the leaving row) or 1 (the entering row; RGB rows of boxes "
                              "up to 15 rows high: the leaving row from a ring of the box's window in shared memory)"},
                             {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()),
                              "output rows each warp walks down, at most (the strips share the rows evenly)"}};
-        space.default_shape.parameters = {{"loads", 2}, {"rows", 32}};
+        space.default_shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", 32}};
         return space;
     }
     // 32x4 blocks; the tallest strips that still give a 132-SM GPU 16 warps per SM (what 128
@@ -531,11 +557,11 @@ public:
         LaunchShape shape = tuning_space().default_shape;
         int rows = kStripRows.front();
         for (int candidate : kStripRows) {
-            shape.parameters = {{"loads", 2}, {"rows", candidate}};
+            shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", candidate}};
             const Tiling t = tiling_of(problem, shape);
             if (static_cast<long long>(t.tiles) * t.strips * planes_of(problem.shape) >= 132 * 16) rows = candidate;
         }
-        shape.parameters = {{"loads", 2}, {"rows", rows}};
+        shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", rows}};
         return shape;
     }
     Support check_shape(const Problem& problem, const LaunchShape& shape) const override {
@@ -552,10 +578,15 @@ public:
             return Support::no("loads=1: the ring of the window's rows holds the RGB walk's rows; gray rows and SoA planes load the leaving row (loads=2)");
         }
         if (loads == 1 && problem.mask->radius_y() > kMaxRingRadius) {
-            const double kilobytes = warp_slots(2 * problem.mask->radius_y() + 1) * 3.0 * kWarp * kLaneBytes / 1024;
+            const double kilobytes = warp_bytes(3, 2 * problem.mask->radius_y() + 1) / 1024.0;
             return Support::no(fmt::format("loads=1: the ring of a box {} rows high would need {:.1f} KB of shared memory per warp; it takes boxes up to {} rows",
                                            problem.mask->height(), kilobytes, 2 * kMaxRingRadius + 1));
         }
+        const int ahead = shape.parameter("ahead");
+        if (ahead != 1 && ahead != kPrefetchAhead) {
+            return Support::no(fmt::format("ahead={}: an entering row is first asked for 1 or {} rows before its use", ahead, kPrefetchAhead));
+        }
+        if (ahead != 1 && loads != 1) return Support::no(fmt::format("ahead={}: only the ring's walk (loads=1) prefetches its entering rows", ahead));
         return Support::yes();
     }
 

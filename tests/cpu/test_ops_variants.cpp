@@ -352,11 +352,11 @@ TEST(OpsVariants, BoxWarpRingTilesGridAndRing) {
 TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     const Variant& variant = Registry::instance().get("conv.box_pixel_lanes");
     const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
-    const LaunchShape walk33{32, 8, {{"loads", 2}, {"rows", 33}}};
+    const LaunchShape walk33{32, 8, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}};
     ASSERT_TRUE(variant.check_shape(rgb31, walk33));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 8, {{"loads", 2}, {"rows", 32}}}));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"loads", 2}, {"rows", 33}}}));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"loads", 2}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 8, {{"ahead", 1}, {"loads", 2}, {"rows", 32}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}}));
     // 16 tiles of 480 pixels, 131 strips of 33 rows: 2096 warps (one wave of 16 warps on each of 132
     // SMs) in blocks of 8; 48 KB of shared memory per block.
     const std::vector<KernelLaunch> k = variant.kernels(rgb31, walk33);
@@ -371,7 +371,7 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     // the 4 slots of 1536 bytes the walk has anyway); refused where it would need more than 15 slots
     // (box31: 31, 46.5 KB a warp), for gray rows and SoA planes (no coalesced RGB walk), and for a
     // value other than 1 or 2, each with the reason.
-    const LaunchShape ring33{32, 8, {{"loads", 1}, {"rows", 33}}};
+    const LaunchShape ring33{32, 8, {{"ahead", 1}, {"loads", 1}, {"rows", 33}}};
     const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
     ASSERT_TRUE(variant.check_shape(rgb9, ring33));
     EXPECT_EQ(variant.kernels(rgb9, ring33)[0].dynamic_shared_bytes, 8u * 9u * 1536u);
@@ -386,10 +386,21 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
         EXPECT_FALSE(flat);
         EXPECT_NE(flat.reason().find("loads=1: the ring of the window's rows holds the RGB walk's rows"), std::string::npos) << flat.reason();
     }
-    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 8, {{"loads", 3}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 1}, {"loads", 3}, {"rows", 33}}}));
+    // ahead: the ring's walk may also ask the L2 for its entering rows 2 rows before their loads
+    // (ahead=3); the walk that loads its leaving rows (loads=2) does not, and says so.
+    EXPECT_TRUE(variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}}));
+    EXPECT_EQ(variant.kernels(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}})[0].dynamic_shared_bytes, 8u * 9u * 1536u);
+    const Support odd_ahead = variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 2}, {"loads", 1}, {"rows", 33}}});
+    EXPECT_FALSE(odd_ahead);
+    EXPECT_NE(odd_ahead.reason().find("ahead=2: an entering row is first asked for 1 or 3 rows before its use"), std::string::npos) << odd_ahead.reason();
+    const Support loaded = variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 2}, {"rows", 33}}});
+    EXPECT_FALSE(loaded);
+    EXPECT_NE(loaded.reason().find("ahead=3: only the ring's walk (loads=1)"), std::string::npos) << loaded.reason();
+    EXPECT_EQ(variant.default_shape(rgb9).parameter("ahead"), 1);
     // Gray: 1920 pixels in 4 tiles of 480; a small image takes the shortest strips; SoA planes are layers.
     const Problem gray5 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(5), Border{});
-    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"loads", 2}, {"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
+    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"ahead", 1}, {"loads", 2}, {"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
     const Problem soa = convolve_problem({300, 70, 3, Layout::soa}, masks::box(5), Border{});
     EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 8);
     EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 3u);
