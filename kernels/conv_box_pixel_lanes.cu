@@ -20,7 +20,9 @@
 //            of the span per warp (13.5 KB for box9, which 16 warps per SM still have): each row is
 //            loaded once per strip and dealt into the ring, the leaving row read from there a row
 //            ahead, and the row's output staged in the slot it frees. So the leaving rows no longer
-//            come back from the L2 or DRAM, and longer strips pay (fewer first rows per output);
+//            come back from the L2 or DRAM, and longer strips pay (fewer first rows per output).
+//            With `ahead=3` (tuned) that walk also prefetches each entering row into the L2 two
+//            rows before its load (box3 61.35 -> 59.80 us; box9 level);
 //   rows:    (kernels/box_pixel_rows.hpp) along each channel, S(i) = S(i - E) + V(i + rx * E) -
 //            V(i - (rx + 1) * E), element by element. As rx <= 15 < 16 pixels, the entering column
 //            lies in this lane or the next one, the leaving column in this lane or the one before:
@@ -61,11 +63,12 @@
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel, or with
 // loads=1 1.5 KB per row of the ring if that is more (box31's 46.5 KB a warp is refused, with that
 // reason; so are gray rows and SoA planes, whose walk has no ring).
-// Measured on an NVIDIA H200. The committed klab run at 34f9597 (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 47.79 us): 8K RGB AoS replicate box9 64.84 us (1.36x;
-// 32x8 loads=1 rows=33; conv.box_warp_ring 74.81, npp.box 1718: 26.5x faster), box3 61.35 (1.28x;
-// 32x8 loads=1 rows=33), box31 90.34 (1.89x; 32x2 loads=2 rows=33; npp.box 16589: 184x). Before
-// the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97, box31 89.51.
+// Measured on an NVIDIA H200. The committed klab run at 04ec75b (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 48.02 us): 8K RGB AoS replicate box9 65.42 us (1.36x;
+// 32x4 ahead=3 loads=1 rows=22; conv.box_warp_ring 74.35, npp.box 1719: 26.3x faster), box3 59.80
+// (1.25x; 32x8 ahead=3 loads=1 rows=22), box31 90.39 (1.88x; 32x4 ahead=1 loads=2 rows=33; npp.box
+// 16596: 184x). Before the prefetch (run at 34f9597, copy floor 47.79): box9 64.84, box3 61.35,
+// box31 90.34; before the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97, box31 89.51.
 // Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 with the ring (2026-12-01,
 // 65.1 us under the profiler) runs 31.5 M warp instructions with issue slots 47% busy at 25%
 // occupancy (126 registers, and 13.5 KB of ring per warp), 30% of the stall samples on global loads
