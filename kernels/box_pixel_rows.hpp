@@ -1,7 +1,8 @@
 // The row sums of the box variants whose lane holds 16 whole pixels of a row's column sums V
 // (conv.box_pixel_lanes; probes/box_column_ring.cu): S slid along each channel of the lane's own
 // pixels, the first S of each channel from the previous lane's last rx + 1 pixels and this lane's
-// first rx (a shuffle), the neighbours' columns by shuffle, rounded four bytes to a word.
+// first rx (a shuffle), the neighbours' columns by shuffle, rounded four bytes to a word. For RGB
+// rows of a normalized box of area up to 256, row_bytes_paired holds S two elements to a word.
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel
 // file that includes it, so a change to its code makes their tuning records stale (its comment-only
@@ -14,6 +15,7 @@
 
 #include "kernels/box_span.hpp"
 #include "kernels/box_sums.hpp"
+#include "kernels/box_word_rounding.hpp"
 
 namespace klab::box_pixel_rows {
 
@@ -24,6 +26,10 @@ using box_sums::Rounding;
 
 constexpr int kLanePixels = 16;               // pixels per lane: rx <= 15 reaches one lane each way
 constexpr std::uint32_t kBias = 0x80008000u;  // 2^15 in each 16-bit half: V(enter) - V(leave) + 2^15 >= 0
+// The largest normalized box whose sums row_bytes_paired holds two to a word: every S + half
+// = 255 * n + (n - 1) / 2 < 2^16, and the multiply-high of a whole word rounds its high half
+// (kernels/box_word_rounding.hpp; tests/cpu/test_box_word_rounding.cpp checks every such box).
+constexpr int kMaxPairedArea = 256;
 
 // Word w of the lane's column sums V (elements 2w and 2w + 1 in its low and high half), held as E
 // rows of 8 words (word w = v[w / 8][w % 8], the 16-byte piece w / 8).
@@ -86,34 +92,28 @@ __device__ __forceinline__ void channel_sums(const std::uint32_t (&v)[E][8], std
     }
 }
 
-// The lane's 16E output bytes of one row, given V: S slid along each channel from the sum over the
-// previous lane's last rx + 1 pixels and this lane's first rx, rounded, four bytes to a word, each
-// 16 bytes handed to store(piece, bytes) as soon as they are done.
-template <int E, int Rx, bool Normalized, class Store>
-__device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], const Rounding& rounding, const Store& store) {
-    constexpr int kWords = 8 * E;
-    constexpr int kLead = Rx * E;           // elements from an output to its box's entering column
-    constexpr int kTrail = (Rx + 1) * E;    // and back to the column that leaves
-    std::uint32_t before[E], after[E];
-    channel_sums<E, 0, Rx * E>(v, after);                        // this lane's first rx pixels
-    channel_sums<E, (kLanePixels - 1 - Rx) * E, 16 * E>(v, before);  // its last rx + 1, for the next lane
-    std::uint32_t s[E];
-#pragma unroll
-    for (int c = 0; c < E; ++c) s[c] = __shfl_up_sync(kFullMask, before[c], 1) + after[c] + (Normalized ? rounding.half : 0u);
+// The pairs of V that enter and leave the boxes of word w's two elements, for w = 0, 1, ... in
+// turn: the entering pair is words w + kLead / 2 (and the one after it, kLead odd) of the elements
+// from this lane's first on; the leaving pair words w - kTrailWord (and the one after it, kTrail
+// odd), kTrailWord = ceil(kTrail / 2). With an odd offset each word serves two pairs: it is carried
+// to the next w, so that every neighbour's word is shuffled once.
+template <int E, int Rx>
+struct ColumnPairs {
+    static constexpr int kWords = 8 * E;
+    static constexpr int kLead = Rx * E;         // elements from an output to its box's entering column
+    static constexpr int kTrail = (Rx + 1) * E;  // and back to the column that leaves
+    static constexpr int kLeadWord = kLead / 2;
+    static constexpr int kTrailWord = (kTrail + 1) / 2;
+    std::uint32_t enter_low;
+    std::uint32_t leave_low;
 
-    // The entering pair of word w: words w + kLead / 2 (and the one after it, kLead odd) of the
-    // elements from this lane's first on; the leaving pair: words w - kTrailWord (and the one after
-    // it, kTrail odd), kTrailWord = ceil(kTrail / 2). With an odd offset each word serves two pairs:
-    // it is carried to the next w, so that every neighbour's word is shuffled once.
-    constexpr int kLeadWord = kLead / 2;
-    constexpr int kTrailWord = (kTrail + 1) / 2;
-    std::uint32_t enter_low = ahead_word<E>(v, kLeadWord);
-    std::uint32_t leave_low = behind_word<E>(v, -kTrailWord);
-    std::uint32_t bytes[4];
-    std::uint32_t words[4];
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-        std::uint32_t enter = enter_low, leave = leave_low;
+    __device__ __forceinline__ explicit ColumnPairs(const std::uint32_t (&v)[E][8])
+        : enter_low(ahead_word<E>(v, kLeadWord)), leave_low(behind_word<E>(v, -kTrailWord)) {}
+
+    // Word w's entering and leaving pairs (w = 0, 1, ..., kWords - 1, in turn).
+    __device__ __forceinline__ void next(const std::uint32_t (&v)[E][8], int w, std::uint32_t& enter, std::uint32_t& leave) {
+        enter = enter_low;
+        leave = leave_low;
         if constexpr (kLead % 2 == 1) {
             const std::uint32_t enter_high = ahead_word<E>(v, w + kLeadWord + 1);
             enter = pair_at<kLead>(enter_low, enter_high);
@@ -128,6 +128,28 @@ __device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], con
         } else if (w + 1 < kWords) {
             leave_low = behind_word<E>(v, w + 1 - kTrailWord);
         }
+    }
+};
+
+// The lane's 16E output bytes of one row, given V: S slid along each channel from the sum over the
+// previous lane's last rx + 1 pixels and this lane's first rx, rounded, four bytes to a word, each
+// 16 bytes handed to store(piece, bytes) as soon as they are done.
+template <int E, int Rx, bool Normalized, class Store>
+__device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], const Rounding& rounding, const Store& store) {
+    std::uint32_t before[E], after[E];
+    channel_sums<E, 0, Rx * E>(v, after);                        // this lane's first rx pixels
+    channel_sums<E, (kLanePixels - 1 - Rx) * E, 16 * E>(v, before);  // its last rx + 1, for the next lane
+    std::uint32_t s[E];
+#pragma unroll
+    for (int c = 0; c < E; ++c) s[c] = __shfl_up_sync(kFullMask, before[c], 1) + after[c] + (Normalized ? rounding.half : 0u);
+
+    ColumnPairs<E, Rx> pairs(v);
+    std::uint32_t bytes[4];
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < ColumnPairs<E, Rx>::kWords; ++w) {
+        std::uint32_t enter, leave;
+        pairs.next(v, w, enter, leave);
         const std::uint32_t difference = enter + kBias - leave;  // each half: V(enter) - V(leave) + 2^15
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -140,6 +162,48 @@ __device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], con
                                                     : rounded_word(bytes[0], bytes[1], bytes[2], bytes[3], rounding);
                 if (element % 16 == 15) store(element / 16, make_uint4(words[0], words[1], words[2], words[3]));
             }
+        }
+    }
+}
+
+// row_bytes_of for RGB rows (E = 3) of a normalized box of area up to kMaxPairedArea, with S held two
+// elements to a word as V is: word w = (S(2w), S(2w + 1)) = (S(2w - 3), S(2w - 2)) + the entering
+// pair - the leaving pair, one add, where row_bytes_of takes a half out of the difference and adds
+// it for each element. The first pair is the high half of word w - 2 and the low half of word w - 1
+// (one byte permute), and no half borrows from the other: each half's result, S + half, lies in
+// [0, 2^16). Each output byte is the high half of a word, rounded by one multiply-high of the whole
+// word into its byte 2 (kernels/box_word_rounding.hpp): word w gives S(2w + 1)'s byte, and the
+// permute (S(2w - 1), S(2w)), which is word w + 1's first pair, gives S(2w)'s. On the H200 this took
+// conv.box_pixel_lanes's rows loop from 396 to 327 instructions a warp and row on 8K RGB box9.
+template <int Rx, class Store>
+__device__ __forceinline__ void row_bytes_paired(const std::uint32_t (&v)[3][8], const Rounding& rounding, const Store& store) {
+    constexpr int E = 3;
+    std::uint32_t before[E], after[E];
+    channel_sums<E, 0, Rx * E>(v, after);
+    channel_sums<E, (kLanePixels - 1 - Rx) * E, 16 * E>(v, before);
+    std::uint32_t s[E];  // S(c - 3), the sum of channel c before the lane's first pixel, with the half
+#pragma unroll
+    for (int c = 0; c < E; ++c) s[c] = __shfl_up_sync(kFullMask, before[c], 1) + after[c] + rounding.half;
+    std::uint32_t first_pair = s[0] | (s[1] << 16);  // (S(2w - 3), S(2w - 2)) for w = 0
+    std::uint32_t last_word = s[1] | (s[2] << 16);   // word w - 1: (S(-2), S(-1)) for w = 0
+
+    ColumnPairs<E, Rx> pairs(v);
+    std::uint32_t quotients[4];  // the output byte of element 4k + i in byte 2 of quotients[i]
+    std::uint32_t words[4];
+#pragma unroll
+    for (int w = 0; w < ColumnPairs<E, Rx>::kWords; ++w) {
+        std::uint32_t enter, leave;
+        pairs.next(v, w, enter, leave);
+        const std::uint32_t word = first_pair + enter - leave;  // (S(2w), S(2w + 1))
+        first_pair = __byte_perm(last_word, word, 0x5432u);     // (S(2w - 1), S(2w)): word w + 1's first pair
+        last_word = word;
+        quotients[(2 * w) % 4] = box_word::multiply_high(first_pair, rounding.inverse);
+        quotients[(2 * w + 1) % 4] = box_word::multiply_high(word, rounding.inverse);
+        const int element = 2 * w + 1;
+        if (element % 4 == 3) {
+            words[element / 4 % 4] =
+                __byte_perm(__byte_perm(quotients[0], quotients[1], 0x0062u), __byte_perm(quotients[2], quotients[3], 0x0062u), 0x5410u);
+            if (element % 16 == 15) store(element / 16, make_uint4(words[0], words[1], words[2], words[3]));
         }
     }
 }

@@ -1,13 +1,14 @@
 // The normalized box's rounding of a word that holds two box sums in its 16-bit halves (the layout
-// of conv.box_warp_ring's sums), in three instructions instead of four: the low half's quotient by
-// a multiply-high of the half alone, the high half's by a multiply-high of the whole word.
+// of conv.box_warp_ring's sums, and of conv.box_pixel_lanes's paired row sums, which round only
+// high halves), in three instructions instead of four: the low half's quotient by a multiply-high
+// of the half alone, the high half's by a multiply-high of the whole word.
 //
 // Why the whole word will do: word = x1 * 2^16 + x0, and word * inverse / 2^48 = x1 * inverse / 2^32
 // + x0 * inverse / 2^48. The first term's floor is floor(x1 / n) (kernels/box_sums.hpp: exact for
 // sums below 2^18). The second term is below x0 / (n * 2^16) plus a little, less than what the first
 // term leaves to the next integer, for every sum a box of area n <= 256 can give (x0, x1 <= 255 * n
 // + (n - 1) / 2, the sum and its rounding's half). tests/cpu/test_box_word_rounding.cpp checks it
-// for every box the variant takes and every x1, at the least and the greatest x0 (the floor only
+// for every box of area up to 256 and every x1, at the least and the greatest x0 (the floor only
 // grows with x0). So floor(word * inverse / 2^48) = floor(x1 / n) <= 255: byte 2 of the multiply-high.
 //
 // This header is device code: kernels/CMakeLists.txt puts it into the source hash of every kernel

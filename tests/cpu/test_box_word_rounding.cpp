@@ -1,8 +1,9 @@
-// kernels/box_word_rounding.hpp: conv.box_warp_ring rounds the high half of a word of two box sums
-// by a multiply-high of the whole word. Checked here for every box that variant takes (odd sides,
-// up to 9 wide, area up to 256) and every sum such a box can give: byte 2 of the whole word's
-// multiply-high is the high sum's output byte whatever the low half holds, and byte 0 of the low
-// half's is the low sum's.
+// kernels/box_word_rounding.hpp: conv.box_warp_ring (boxes up to 9 wide) and conv.box_pixel_lanes's
+// paired row sums (kernels/box_pixel_rows.hpp, boxes up to 15 wide) round the high half of a word of
+// two box sums by a multiply-high of the whole word. Checked here for every normalized box of area
+// up to 256 (odd sides up to 31; kMaxPairedArea) and every sum such a box can give: byte 2 of the
+// whole word's multiply-high is the high sum's output byte whatever the low half holds, and byte 0
+// of the low half's is the low sum's.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -20,9 +21,9 @@ namespace {
 // The normalized box's exact rounding of a sum with its half added: floor((S + (n - 1) / 2) / n).
 std::uint32_t expected_byte(std::uint32_t sum_and_half, std::uint32_t area) { return sum_and_half / area; }
 
-TEST(BoxWordRounding, EveryBoxOfConvBoxWarpRingAndEverySum) {
+TEST(BoxWordRounding, EveryBoxOfAreaUpTo256AndEverySum) {
     int boxes = 0;
-    for (int width = 1; width <= 9; width += 2) {
+    for (int width = 1; width <= Mask::kMaxSide; width += 2) {
         for (int height = 1; height <= Mask::kMaxSide; height += 2) {
             const int area = width * height;
             if (area < 2 || area > 256) continue;
@@ -47,7 +48,7 @@ TEST(BoxWordRounding, EveryBoxOfConvBoxWarpRingAndEverySum) {
             }
         }
     }
-    EXPECT_EQ(boxes, 77);  // the boxes of odd sides up to 9 wide, 31 high and 256 in area, 1x1 aside
+    EXPECT_EQ(boxes, 153);  // the boxes of odd sides up to 31 and area up to 256, 1x1 aside (77 of them up to 9 wide)
 }
 
 }  // namespace

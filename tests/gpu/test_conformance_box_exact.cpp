@@ -33,7 +33,12 @@ std::vector<BoxCase> box_table(bool reduced) {
                                flat_mask(15, 1, 1.0f / 15, "box15x1"), flat_mask(5, 5, 1.0f, "ones5"),
                                flat_mask(7, 7, 0.0123f, "flat7_0_0123"), flat_mask(3, 3, -0.25f, "negative3"),
                                flat_mask(1, 1, 0.5f, "half1"), flat_mask(3, 3, 0.125f, "eighth3"),
-                               flat_mask(5, 3, 300.0f, "saturating5x3")};
+                               flat_mask(5, 3, 300.0f, "saturating5x3"),
+                               // The largest normalized box whose sums fit 16 bits (area 255:
+                               // conv.box_pixel_lanes's paired row sums), and one past it whose
+                               // width has paired sums (area 279: the other form).
+                               flat_mask(15, 17, static_cast<float>(1.0 / 255), "box15x17"),
+                               flat_mask(9, 31, static_cast<float>(1.0 / 279), "box9x31")};
     std::vector<std::pair<int, int>> sizes = {{1, 1}, {2, 3}, {5, 5}, {17, 13}, {64, 48}, {127, 65}};
     if (reduced) {
         masks = {masks::box(3), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"), flat_mask(3, 3, 0.125f, "eighth3")};
