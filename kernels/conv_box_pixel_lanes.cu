@@ -22,7 +22,8 @@
 //            ahead, and the row's output staged in the slot it frees. So the leaving rows no longer
 //            come back from the L2 or DRAM, and longer strips pay (fewer first rows per output).
 //            With `ahead=3` (tuned) that walk also prefetches each entering row into the L2 two
-//            rows before its load (box3 61.35 -> 59.80 us; box9 level);
+//            rows before its load (box3 61.35 -> 59.80 us; box9 level). With the paired row sums
+//            below, ahead=1 won every class of the retune at cd8b93d (H200);
 //   rows:    (kernels/box_pixel_rows.hpp) along each channel, S(i) = S(i - E) + V(i + rx * E) -
 //            V(i - (rx + 1) * E), element by element. As rx <= 15 < 16 pixels, the entering column
 //            lies in this lane or the next one, the leaving column in this lane or the one before:
@@ -69,20 +70,23 @@
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel, or with
 // loads=1 1.5 KB per row of the ring if that is more (box31's 46.5 KB a warp is refused, with that
 // reason; so are gray rows and SoA planes, whose walk has no ring).
-// Measured on an NVIDIA H200. The committed klab run at 04ec75b (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 48.02 us): 8K RGB AoS replicate box9 65.42 us (1.36x;
-// 32x4 ahead=3 loads=1 rows=22; conv.box_warp_ring 74.35, npp.box 1719: 26.3x faster), box3 59.80
-// (1.25x; 32x8 ahead=3 loads=1 rows=22), box31 90.39 (1.88x; 32x4 ahead=1 loads=2 rows=33; npp.box
-// 16596: 184x). Before the prefetch (run at 34f9597, copy floor 47.79): box9 64.84, box3 61.35,
-// box31 90.34; before the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97, box31 89.51.
-// Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 with the ring (2026-12-01,
-// 65.1 us under the profiler) runs 31.5 M warp instructions with issue slots 47% busy at 25%
-// occupancy (126 registers, and 13.5 KB of ring per warp), 30% of the stall samples on global loads
-// (most at the put of the entering row), DRAM about 174 MB; neither prefetching the entering rows
-// into the L2 nor loading them earlier moves it (notes). box31 (loads=2, 2026-11-30) reads 224.6 MB
-// from DRAM, 2.26 times the 99.5 MB input: each warp's window (2 ry + 2 rows of 1536 bytes) over the
-// 2096 warps of the single wave of 33-row strips is about 103 MB, more than the L2's 60 MB, so
-// leaving rows come back from DRAM; its ring would need 46.5 KB a warp.
+// Measured on an NVIDIA H200. The committed klab run at 336b588 (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 47.77 us): 8K RGB AoS replicate box9 62.13 us (1.30x,
+// 0.04 us over 1.3x; 32x4 ahead=1 loads=1 rows=33, paired; conv.box_warp_ring 73.96, npp.box 1717:
+// 27.6x faster), box3 59.09 (1.24x; 32x2 ahead=1 loads=1 rows=33, paired), box31 90.86 (1.90x;
+// 32x2 ahead=1 loads=2 rows=33; npp.box 16600: 183x). Before the paired row sums (run at 04ec75b,
+// copy floor 48.02): box9 65.42, box3 59.80, box31 90.39; before the prefetch (run at 34f9597):
+// box9 64.84, box3 61.35; before the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97.
+// Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 paired (2026-12-02,
+// 62.2 us under the profiler) runs 27.2 M warp instructions (unpaired: 33.3 M) with issue slots 43%
+// busy at 25% occupancy (127 registers, and 13.5 KB of ring per warp), DRAM 58% of its peak (about
+// 174 MB, the image's read and write), 32% of the stall samples on global loads and 23% at the put
+// of the entering row into the ring: what holds it now is the entering rows' latency. Neither
+// prefetching the entering rows into the L2 nor loading them earlier moved it before (notes).
+// box31 (loads=2, 2026-11-30) reads 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's
+// window (2 ry + 2 rows of 1536 bytes) over the 2096 warps of the single wave of 33-row strips is
+// about 103 MB, more than the L2's 60 MB, so leaving rows come back from DRAM; its ring would need
+// 46.5 KB a warp, and its sums (up to 961 * 255) do not fit the paired form's 16 bits.
 // Measurements, profiles and every form tried and dropped: kernels/notes/conv_box_pixel_lanes.md.
 #include <array>
 #include <cstddef>
