@@ -27,7 +27,7 @@ using box_sums::Rounding;
 constexpr int kLanePixels = 16;               // pixels per lane: rx <= 15 reaches one lane each way
 constexpr std::uint32_t kBias = 0x80008000u;  // 2^15 in each 16-bit half: V(enter) - V(leave) + 2^15 >= 0
 // The largest normalized box whose sums row_bytes_paired holds two to a word: every S + half
-// = 255 * n + (n - 1) / 2 < 2^16, and the multiply-high of a whole word rounds its high half
+// <= 255 * n + (n - 1) / 2 < 2^16, and the multiply-high of a whole word rounds its high half
 // (kernels/box_word_rounding.hpp; tests/cpu/test_box_word_rounding.cpp checks every such box).
 constexpr int kMaxPairedArea = 256;
 

@@ -72,7 +72,7 @@
 // reason; so are gray rows and SoA planes, whose walk has no ring).
 // Measured on an NVIDIA H200. The committed klab run at 336b588 (results/nvidia-h200/, L2 flushed,
 // medians of 5; the 8K RGB rows' copy floor 47.77 us): 8K RGB AoS replicate box9 62.13 us (1.30x,
-// 0.04 us over 1.3x; 32x4 ahead=1 loads=1 rows=33, paired; conv.box_warp_ring 73.96, npp.box 1717:
+// 0.03 us over 1.3x; 32x4 ahead=1 loads=1 rows=33, paired; conv.box_warp_ring 73.96, npp.box 1717:
 // 27.6x faster), box3 59.09 (1.24x; 32x2 ahead=1 loads=1 rows=33, paired), box31 90.86 (1.90x;
 // 32x2 ahead=1 loads=2 rows=33; npp.box 16600: 183x). Before the paired row sums (run at 04ec75b,
 // copy floor 48.02): box9 65.42, box3 59.80, box31 90.39; before the prefetch (run at 34f9597):
@@ -234,8 +234,8 @@ __device__ __forceinline__ void add_two_rows(std::uint32_t (&v)[E][8], const uin
 // dealt to their lanes through shared memory; the output staged for 512-byte stores), with
 // Interior (rows stepped by a pointer; EdgeWarp: with the edge lanes' fill, which the inner warps'
 // copy leaves out) or not (rows mapped by the border rule, the fill where a lane needs it); and
-// the general walk for the rest (the bordered lanes' bytes, both roundings), whose registers the
-// fast walks do not pay for.
+// the general walk for the rest (the bordered lanes' bytes, both roundings; in the Paired kernels
+// only the normalized one), whose registers the fast walks do not pay for.
 template <int E, int Rx, bool Paired, bool Interior, bool Fast, bool EdgeWarp = false>
 __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& in, const ImageView<std::uint8_t>& out, int plane,
                                            Border border, const Rounding& rounding, const Tiling& t, int y_begin, int y_end,

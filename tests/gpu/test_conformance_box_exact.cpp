@@ -36,9 +36,15 @@ std::vector<BoxCase> box_table(bool reduced) {
                                flat_mask(5, 3, 300.0f, "saturating5x3"),
                                // The largest normalized box whose sums fit 16 bits (area 255:
                                // conv.box_pixel_lanes's paired row sums), and one past it whose
-                               // width has paired sums (area 279: the other form).
+                               // width has paired sums (area 279: the other form); and a normalized
+                               // box of every width that has a paired kernel (rx 0 to 7): box3 and
+                               // box3x7, box5x9, box7, box9, box11x3, box13, box15x1 and box15x17
+                               // here, box1x9 in the shape sweep below.
                                flat_mask(15, 17, static_cast<float>(1.0 / 255), "box15x17"),
-                               flat_mask(9, 31, static_cast<float>(1.0 / 279), "box9x31")};
+                               flat_mask(9, 31, static_cast<float>(1.0 / 279), "box9x31"),
+                               flat_mask(5, 9, static_cast<float>(1.0 / 45), "box5x9"), masks::box(7),
+                               flat_mask(11, 3, static_cast<float>(1.0 / 33), "box11x3"),
+                               flat_mask(13, 13, static_cast<float>(1.0 / 169), "box13")};
     std::vector<std::pair<int, int>> sizes = {{1, 1}, {2, 3}, {5, 5}, {17, 13}, {64, 48}, {127, 65}};
     if (reduced) {
         masks = {masks::box(3), masks::box(31), flat_mask(3, 7, 1.0f / 21, "box3x7"), flat_mask(3, 3, 0.125f, "eighth3")};
