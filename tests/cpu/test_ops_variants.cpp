@@ -394,8 +394,9 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     EXPECT_TRUE(parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 1}, {"loads", 3}, {"rows", 33}}}));
     // ahead: the ring's walk may also ask the L2 for its entering rows 2 rows before their loads
     // (ahead=3); the walk that loads its leaving rows (loads=2) does not, and says so.
-    EXPECT_TRUE(variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}}));
-    EXPECT_EQ(variant.kernels(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}})[0].dynamic_shared_bytes, 8u * 9u * 1536u);
+    const LaunchShape prefetch33{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}};
+    EXPECT_TRUE(variant.check_shape(rgb9, prefetch33));
+    EXPECT_EQ(variant.kernels(rgb9, prefetch33)[0].dynamic_shared_bytes, 8u * 9u * 1536u);
     const std::optional<ParameterMismatch> odd_ahead = parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 2}, {"loads", 1}, {"rows", 33}}});
     ASSERT_TRUE(odd_ahead);
     EXPECT_EQ(odd_ahead->problem, "launch shape 32x8 ahead=2 loads=1 rows=33 sets ahead=2");
