@@ -166,26 +166,66 @@ __device__ __forceinline__ void row_bytes_of(const std::uint32_t (&v)[E][8], con
     }
 }
 
+// The sums of V over the RGB lane's elements [Begin, End) (whole pixels), two channels to a word
+// as the paired row sums hold S: `first` = (C0, C1) and `last` = (C1, C2), C the channels' sums.
+// The words are added in 16-bit lanes, one accumulator per word phase as in channel_sums (phase 0
+// holds channels (0, 1), phase 1 (2, 0), phase 2 (1, 2)), and the phases' halves meet by two byte
+// permutes per word instead of being taken apart channel by channel. No half carries into the
+// other: every partial sum is at most a box's sum (row_bytes_paired's bound).
+template <int Begin, int End>
+__device__ __forceinline__ void channel_pair_sums(const std::uint32_t (&v)[3][8], std::uint32_t& first, std::uint32_t& last) {
+    std::uint32_t phase[3] = {0u, 0u, 0u};
+    first = 0u;
+    last = 0u;
+    // A half word at the range's ends, x of channel c (in the low half): into C_c's halves.
+    const auto add_loose = [&](int c, std::uint32_t x) {
+        if (c == 0) first += x;
+        if (c == 1) first += x << 16, last += x;
+        if (c == 2) last += x << 16;
+    };
+#pragma unroll
+    for (int w = 0; w < 24; ++w) {
+        const int low = 2 * w, high = 2 * w + 1;
+        const bool has_low = low >= Begin && low < End, has_high = high >= Begin && high < End;
+        if (has_low && has_high) {
+            phase[w % 3] += word_of<3>(v, w);
+        } else if (has_low) {
+            add_loose(low % 3, word_of<3>(v, w) & 0xffffu);
+        } else if (has_high) {
+            add_loose(high % 3, word_of<3>(v, w) >> 16);
+        }
+    }
+    first += phase[0] + __byte_perm(phase[1], phase[2], 0x5432u);  // + (phase 1's C0, phase 2's C1)
+    last += phase[2] + __byte_perm(phase[0], phase[1], 0x5432u);   // + (phase 0's C1, phase 1's C2)
+}
+
+// Four output bytes, each in byte 2 of a multiply-high's result (box_word::multiply_high of a
+// word whose high half is the sum), to one word, the first lowest.
+__device__ __forceinline__ std::uint32_t pack_high_quotients(std::uint32_t q0, std::uint32_t q1, std::uint32_t q2, std::uint32_t q3) {
+    return __byte_perm(__byte_perm(q0, q1, 0x0062u), __byte_perm(q2, q3, 0x0062u), 0x5410u);
+}
+
 // row_bytes_of for RGB rows (E = 3) of a normalized box of area up to kMaxPairedArea, with S held two
 // elements to a word as V is: word w = (S(2w), S(2w + 1)) = (S(2w - 3), S(2w - 2)) + the entering
 // pair - the leaving pair, one add, where row_bytes_of takes a half out of the difference and adds
 // it for each element. The first pair is the high half of word w - 2 and the low half of word w - 1
 // (one byte permute), and no half borrows from the other: each half's result, S + half, lies in
-// [0, 2^16). Each output byte is the high half of a word, rounded by one multiply-high of the whole
-// word into its byte 2 (kernels/box_word_rounding.hpp): word w gives S(2w + 1)'s byte, and the
-// permute (S(2w - 1), S(2w)), which is word w + 1's first pair, gives S(2w)'s. On the H200 this took
+// [0, 2^16). The first S are summed two to a word as well (channel_pair_sums). Each output byte is
+// the high half of a word, rounded by one multiply-high of the whole word into its byte 2
+// (kernels/box_word_rounding.hpp): word w gives S(2w + 1)'s byte, and the permute (S(2w - 1),
+// S(2w)), which is word w + 1's first pair, gives S(2w)'s. On the H200 this took
 // conv.box_pixel_lanes's rows loop from 396 to 327 instructions a warp and row on 8K RGB box9.
 template <int Rx, class Store>
 __device__ __forceinline__ void row_bytes_paired(const std::uint32_t (&v)[3][8], const Rounding& rounding, const Store& store) {
     constexpr int E = 3;
-    std::uint32_t before[E], after[E];
-    channel_sums<E, 0, Rx * E>(v, after);
-    channel_sums<E, (kLanePixels - 1 - Rx) * E, 16 * E>(v, before);
-    std::uint32_t s[E];  // S(c - 3), the sum of channel c before the lane's first pixel, with the half
-#pragma unroll
-    for (int c = 0; c < E; ++c) s[c] = __shfl_up_sync(kFullMask, before[c], 1) + after[c] + rounding.half;
-    std::uint32_t first_pair = s[0] | (s[1] << 16);  // (S(2w - 3), S(2w - 2)) for w = 0
-    std::uint32_t last_word = s[1] | (s[2] << 16);   // word w - 1: (S(-2), S(-1)) for w = 0
+    std::uint32_t after_first, after_last, before_first, before_last;
+    channel_pair_sums<0, Rx * E>(v, after_first, after_last);                      // this lane's first rx pixels
+    channel_pair_sums<(kLanePixels - 1 - Rx) * E, 16 * E>(v, before_first, before_last);  // its last rx + 1, for the next lane
+    const std::uint32_t halves = rounding.half * 0x10001u;  // the rounding's half in both halves
+    // Word w's first pair (S(2w - 3), S(2w - 2)) and word w - 1 for w = 0: (S(-3), S(-2)) and
+    // (S(-2), S(-1)), the sums of channels 0, 1 and 1, 2 before the lane's first pixel.
+    std::uint32_t first_pair = __shfl_up_sync(kFullMask, before_first, 1) + after_first + halves;
+    std::uint32_t last_word = __shfl_up_sync(kFullMask, before_last, 1) + after_last + halves;
 
     ColumnPairs<E, Rx> pairs(v);
     std::uint32_t quotients[4];  // the output byte of element 4k + i in byte 2 of quotients[i]
@@ -201,10 +241,21 @@ __device__ __forceinline__ void row_bytes_paired(const std::uint32_t (&v)[3][8],
         quotients[(2 * w + 1) % 4] = box_word::multiply_high(word, rounding.inverse);
         const int element = 2 * w + 1;
         if (element % 4 == 3) {
-            words[element / 4 % 4] =
-                __byte_perm(__byte_perm(quotients[0], quotients[1], 0x0062u), __byte_perm(quotients[2], quotients[3], 0x0062u), 0x5410u);
+            words[element / 4 % 4] = pack_high_quotients(quotients[0], quotients[1], quotients[2], quotients[3]);
             if (element % 16 == 15) store(element / 16, make_uint4(words[0], words[1], words[2], words[3]));
         }
+    }
+}
+
+// The lane's output bytes of one row in the form the kernel was compiled for: Paired (RGB rows of
+// a normalized box of area up to kMaxPairedArea, row_bytes_paired) or not (row_bytes_of).
+template <int E, int Rx, bool Normalized, bool Paired, class Store>
+__device__ __forceinline__ void row_output(const std::uint32_t (&v)[E][8], const Rounding& rounding, const Store& store) {
+    if constexpr (Paired) {
+        static_assert(E == 3 && Normalized, "the paired row sums take RGB rows of a normalized box");
+        row_bytes_paired<Rx>(v, rounding, store);
+    } else {
+        row_bytes_of<E, Rx, Normalized>(v, rounding, store);
     }
 }
 

@@ -124,8 +124,7 @@ using box_sums::rounding_of;
 using box_sums::Rounding;
 using box_pixel_rows::kLanePixels;
 using box_pixel_rows::kMaxPairedArea;
-using box_pixel_rows::row_bytes_of;
-using box_pixel_rows::row_bytes_paired;
+using box_pixel_rows::row_output;
 
 constexpr int kTilePixels = (kWarp - 2) * kLanePixels;  // 480: lanes 1 to 30 write, lanes 0 and 31 are halo
 constexpr int kMaxRadius = kLanePixels - 1;
@@ -141,7 +140,6 @@ struct Tiling {
     int strips;      // strips of the image
     int ry;          // the box's vertical radius
     int ring_slots;  // the fast RGB walk's ring of the window's rows in shared memory: 2 ry + 1 slots, or 0 (none)
-    int prefetch;    // with the ring: the interior walk's entering rows prefetched into the L2 this many rows before their loads, or 0
 };
 
 // Each warp's column sources (column_sources, for the bordered walk): 16 words per lane and 16-byte
@@ -154,22 +152,14 @@ __host__ __device__ int warp_bytes(int stride, int ring_slots) {
     return slots * kWarp * stride * kLaneBytes;
 }
 
-// The tuning parameter `ahead`: how many rows before its use a walked row's entering row is first
-// asked for, 1 (its load, issued a row ahead) or kPrefetchAhead (the ring's walk: also prefetched
-// into the L2 two rows before that load). On the H200 (2026-12-01) the prefetch 2 rows before the
-// load took box3 from 61.5 to 59.8 us and left box9 where it was (65.2 against 64.9); 1 row before
-// took box3 to 60.6.
-constexpr int kPrefetchAhead = 3;
-
 std::size_t shared_bytes(int stride, const LaunchShape& shape, int ring_slots) {
     return static_cast<std::size_t>(shape.block_y) * warp_bytes(stride, ring_slots);
 }
 
-Tiling tiling_of(int width, int height, int ry, int strip_rows, bool ring, int ahead) {
+Tiling tiling_of(int width, int height, int ry, int strip_rows, bool ring) {
     Tiling t{};
     t.ry = ry;
     t.ring_slots = ring ? 2 * ry + 1 : 0;
-    t.prefetch = ring ? ahead - 1 : 0;
     t.tiles = static_cast<int>(grid_side(width, kTilePixels));
     t.strips = static_cast<int>(grid_side(height, strip_rows));
     t.strip_rows = static_cast<int>(grid_side(height, t.strips));  // the strips share the rows evenly
@@ -385,16 +375,6 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
         for (int k = 0; k < E; ++k) slide_columns(v[k], enter[k], leave[k]);
         if (y + 1 < y_end) {  // the next row's loads, in flight while this row's sums are worked out
             load(enter_row, y + 1 + t.ry, enter);
-            if constexpr (Interior && kCoalesced) {
-                // With `ahead` = 3 (tuned): the entering row of walk row y + 1 + prefetch asked of
-                // the L2 now, so that its load finds it there.
-                if (t.prefetch != 0 && y + 1 + t.prefetch < y_end) {
-#pragma unroll
-                    for (int q = 0; q < E; ++q) {
-                        asm volatile("prefetch.global.L2 [%0];" ::"l"(enter_row + (t.prefetch - 1) * in_pitch + piece_offset[q]));
-                    }
-                }
-            }
             if (ring == 0) {
                 load(leave_row, y - t.ry, leave);
             } else {
@@ -410,11 +390,7 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
             // time: piece q * 32 + lane of the span.
             uint4* const buffer = stage + (ring != 0 ? slot : y & 1) * kWarp * E;
             const auto stage_piece = [&](int k, uint4 bytes) { buffer[E * lane + k] = bytes; };
-            if constexpr (Paired) {
-                row_bytes_paired<Rx>(v, rounding, stage_piece);
-            } else {
-                row_bytes_of<E, Rx, true>(v, rounding, stage_piece);
-            }
+            row_output<E, Rx, true, Paired>(v, rounding, stage_piece);
             __syncwarp();
             std::uint8_t* const span_dst = dst + (span_e - e);
 #pragma unroll
@@ -428,12 +404,10 @@ __device__ __forceinline__ void walk_strip(const ImageView<const std::uint8_t>& 
             const auto store = [&](int k, uint4 bytes) {
                 if (output_lane) store_span_bytes(dst + kLaneBytes * k, bytes, e + kLaneBytes * k, row_bytes, out_vector);
             };
-            if constexpr (Paired) {  // a normalized box (kernel_for)
-                row_bytes_paired<Rx>(v, rounding, store);
-            } else if (rounding.normalized) {
-                row_bytes_of<E, Rx, true>(v, rounding, store);
+            if (Paired || rounding.normalized) {  // the Paired kernels: a normalized box (kernel_for)
+                row_output<E, Rx, true, Paired>(v, rounding, store);
             } else {
-                row_bytes_of<E, Rx, false>(v, rounding, store);
+                row_output<E, Rx, false, false>(v, rounding, store);
             }
         }
     }
@@ -536,7 +510,7 @@ std::array<Kernel, sizeof...(Rx)> kernels_of(std::integer_sequence<int, Rx...>) 
 // up to 256, from 17x15 to 31x7, take the other form).
 constexpr int kMaxPairedRadius = 7;
 
-Kernel kernel_for(const Problem& problem) {
+Kernel kernel_for(const Problem& problem, const Rounding& rounding) {
     static const std::array<Kernel, kMaxRadius + 1> gray = kernels_of<1, false>(std::make_integer_sequence<int, kMaxRadius + 1>{});
     static const std::array<Kernel, kMaxRadius + 1> rgb = kernels_of<3, false>(std::make_integer_sequence<int, kMaxRadius + 1>{});
     static const std::array<Kernel, kMaxPairedRadius + 1> rgb_paired =
@@ -544,13 +518,12 @@ Kernel kernel_for(const Problem& problem) {
     const Mask& mask = *problem.mask;
     const int rx = mask.radius_x();
     if (rows::element_stride(problem.shape) == 1) return gray[rx];
-    const bool paired = rx <= kMaxPairedRadius && rounding_of(mask).normalized && mask.width() * mask.height() <= kMaxPairedArea;
+    const bool paired = rx <= kMaxPairedRadius && rounding.normalized && mask.width() * mask.height() <= kMaxPairedArea;
     return paired ? rgb_paired[rx] : rgb[rx];
 }
 
 Tiling tiling_of(const Problem& problem, const LaunchShape& shape) {
-    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"), shape.parameter("loads") == 1,
-                     shape.parameter("ahead"));
+    return tiling_of(problem.shape.width, problem.shape.height, problem.mask->radius_y(), shape.parameter("rows"), shape.parameter("loads") == 1);
 }
 
 class ConvBoxPixelLanes final : public Variant {
@@ -571,15 +544,12 @@ public:
     }
     TuningSpace tuning_space() const override {
         TuningSpace space = box_span::warp_span_tuning_space();
-        space.parameters = {{"ahead", {1, kPrefetchAhead},
-                             "rows before its use that a walked row's entering row is first asked for: 1 (its load, a row ahead) or 3 "
-                             "(loads=1: also prefetched into the L2 two rows before that load)"},
-                            {"loads", {1, 2},
+        space.parameters = {{"loads", {1, 2},
                              "global loads per walked row: 2 (the entering and the leaving row) or 1 (the entering row; RGB rows of boxes "
                              "up to 15 rows high: the leaving row from a ring of the box's window in shared memory)"},
                             {"rows", std::vector<int>(kStripRows.begin(), kStripRows.end()),
                              "output rows each warp walks down, at most (the strips share the rows evenly)"}};
-        space.default_shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", 32}};
+        space.default_shape.parameters = {{"loads", 2}, {"rows", 33}};
         return space;
     }
     // 32x4 blocks; the tallest strips that still give a 132-SM GPU 16 warps per SM (what 128
@@ -588,11 +558,11 @@ public:
         LaunchShape shape = tuning_space().default_shape;
         int rows = kStripRows.front();
         for (int candidate : kStripRows) {
-            shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", candidate}};
+            shape.parameters = {{"loads", 2}, {"rows", candidate}};
             const Tiling t = tiling_of(problem, shape);
             if (static_cast<long long>(t.tiles) * t.strips * planes_of(problem.shape) >= 132 * 16) rows = candidate;
         }
-        shape.parameters = {{"ahead", 1}, {"loads", 2}, {"rows", rows}};
+        shape.parameters = {{"loads", 2}, {"rows", rows}};
         return shape;
     }
     Support check_shape(const Problem& problem, const LaunchShape& shape) const override {
@@ -609,8 +579,6 @@ public:
             return Support::no(fmt::format("loads=1: the ring of a box {} rows high would need {:.1f} KB of shared memory per warp; it takes boxes up to {} rows",
                                            problem.mask->height(), kilobytes, 2 * kMaxRingRadius + 1));
         }
-        const int ahead = shape.parameter("ahead");
-        if (ahead != 1 && loads != 1) return Support::no(fmt::format("ahead={}: only the ring's walk (loads=1) prefetches its entering rows", ahead));
         return Support::yes();
     }
 
@@ -618,14 +586,14 @@ public:
         const Tiling t = tiling_of(problem, shape);
         const long long warps = static_cast<long long>(t.tiles) * t.strips;
         const dim3 grid(static_cast<unsigned>((warps + shape.block_y - 1) / shape.block_y), 1, planes_of(problem.shape));
-        return {make_launch(kernel_for(problem), "conv_box_pixel_lanes_kernel", grid, block_of(shape),
+        return {make_launch(kernel_for(problem, rounding_of(*problem.mask)), "conv_box_pixel_lanes_kernel", grid, block_of(shape),
                             shared_bytes(rows::element_stride(problem.shape), shape, t.ring_slots))};
     }
 
     void enqueue(const LaunchPlan& plan, cudaStream_t stream) const override {
-        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem), plan.buffers.input.view<const std::uint8_t>(),
-                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, rounding_of(*plan.problem.mask),
-                       tiling_of(plan.problem, plan.shape));
+        const Rounding rounding = rounding_of(*plan.problem.mask);
+        enqueue_kernel(plan.kernels[0], stream, kernel_for(plan.problem, rounding), plan.buffers.input.view<const std::uint8_t>(),
+                       plan.buffers.output.view<std::uint8_t>(), plan.problem.border, rounding, tiling_of(plan.problem, plan.shape));
     }
 };
 

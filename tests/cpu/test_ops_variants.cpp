@@ -353,15 +353,15 @@ TEST(OpsVariants, BoxWarpRingTilesGridAndRing) {
 TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     const Variant& variant = Registry::instance().get("conv.box_pixel_lanes");
     const Problem rgb31 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(31), Border{});
-    const LaunchShape walk33{32, 8, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}};
+    const LaunchShape walk33{32, 8, {{"loads", 2}, {"rows", 33}}};
     ASSERT_TRUE(variant.check_shape(rgb31, walk33));
     // A value its tuning space does not list is refused by the harness (prepare() and the tuning
     // lookup call parameter_mismatch), which names the listed values.
-    const std::optional<ParameterMismatch> rows32 = parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 1}, {"loads", 2}, {"rows", 32}}});
+    const std::optional<ParameterMismatch> rows32 = parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"loads", 2}, {"rows", 32}}});
     ASSERT_TRUE(rows32);
     EXPECT_EQ(rows32->allowed.rfind("rows from {8, 11, 16, 17, 22, 24, 33, 48, 66}", 0), 0u) << rows32->allowed;
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}}));
-    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"ahead", 1}, {"loads", 2}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{64, 4, {{"loads", 2}, {"rows", 33}}}));
+    EXPECT_FALSE(variant.check_shape(rgb31, LaunchShape{32, 16, {{"loads", 2}, {"rows", 33}}}));
     // 16 tiles of 480 pixels, 131 strips of 33 rows: 2096 warps (one wave of 16 warps on each of 132
     // SMs) in blocks of 8; 48 KB of shared memory per block.
     const std::vector<KernelLaunch> k = variant.kernels(rgb31, walk33);
@@ -376,7 +376,7 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     // the 4 slots of 1536 bytes the walk has anyway); refused where it would need more than 15 slots
     // (box31: 31, 46.5 KB a warp) and for gray rows and SoA planes (no coalesced RGB walk), each with
     // the reason; a value other than 1 or 2 by the harness.
-    const LaunchShape ring33{32, 8, {{"ahead", 1}, {"loads", 1}, {"rows", 33}}};
+    const LaunchShape ring33{32, 8, {{"loads", 1}, {"rows", 33}}};
     const Problem rgb9 = convolve_problem({7680, 4320, 3, Layout::aos}, masks::box(9), Border{});
     ASSERT_TRUE(variant.check_shape(rgb9, ring33));
     EXPECT_EQ(variant.kernels(rgb9, ring33)[0].dynamic_shared_bytes, 8u * 9u * 1536u);
@@ -391,23 +391,19 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
         EXPECT_FALSE(flat);
         EXPECT_NE(flat.reason().find("loads=1: the ring of the window's rows holds the RGB walk's rows"), std::string::npos) << flat.reason();
     }
-    EXPECT_TRUE(parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 1}, {"loads", 3}, {"rows", 33}}}));
-    // ahead: the ring's walk may also ask the L2 for its entering rows 2 rows before their loads
-    // (ahead=3); the walk that loads its leaving rows (loads=2) does not, and says so.
-    const LaunchShape prefetch33{32, 8, {{"ahead", 3}, {"loads", 1}, {"rows", 33}}};
-    EXPECT_TRUE(variant.check_shape(rgb9, prefetch33));
-    EXPECT_EQ(variant.kernels(rgb9, prefetch33)[0].dynamic_shared_bytes, 8u * 9u * 1536u);
-    const std::optional<ParameterMismatch> odd_ahead = parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 2}, {"loads", 1}, {"rows", 33}}});
-    ASSERT_TRUE(odd_ahead);
-    EXPECT_EQ(odd_ahead->problem, "launch shape 32x8 ahead=2 loads=1 rows=33 sets ahead=2");
-    EXPECT_EQ(odd_ahead->allowed.rfind("ahead from {1, 3} (rows before its use", 0), 0u) << odd_ahead->allowed;
-    const Support loaded = variant.check_shape(rgb9, LaunchShape{32, 8, {{"ahead", 3}, {"loads", 2}, {"rows", 33}}});
-    EXPECT_FALSE(loaded);
-    EXPECT_NE(loaded.reason().find("ahead=3: only the ring's walk (loads=1)"), std::string::npos) << loaded.reason();
-    EXPECT_EQ(variant.default_shape(rgb9).parameter("ahead"), 1);
+    EXPECT_TRUE(parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"loads", 3}, {"rows", 33}}}));
+    // The L2 prefetch parameter `ahead` is gone (1 won every class of the retune at cd8b93d): a
+    // shape that still sets it, as a record from before 2026-12-02 does, is refused with the
+    // declared parameters.
+    const std::optional<ParameterMismatch> old_shape =
+        parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 1}, {"loads", 1}, {"rows", 33}}});
+    ASSERT_TRUE(old_shape);
+    EXPECT_EQ(old_shape->allowed, "exactly the declared parameters: loads, rows");
+    // The tuning space's own default lists only listed values (default_shape() picks the rows per problem).
+    EXPECT_FALSE(parameter_mismatch(variant.tuning_space(), variant.tuning_space().default_shape));
     // Gray: 1920 pixels in 4 tiles of 480; a small image takes the shortest strips; SoA planes are layers.
     const Problem gray5 = convolve_problem({1920, 1080, 1, Layout::aos}, masks::box(5), Border{});
-    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"ahead", 1}, {"loads", 2}, {"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
+    EXPECT_EQ(variant.kernels(gray5, LaunchShape{32, 2, {{"loads", 2}, {"rows", 16}}})[0].grid.x, 4u * 68u / 2u);
     const Problem soa = convolve_problem({300, 70, 3, Layout::soa}, masks::box(5), Border{});
     EXPECT_EQ(variant.default_shape(soa).parameter("rows"), 8);
     EXPECT_EQ(variant.kernels(soa, variant.default_shape(soa))[0].grid.z, 3u);
