@@ -214,7 +214,8 @@ __device__ __forceinline__ std::uint32_t pack_high_quotients(std::uint32_t q0, s
 // the high half of a word, rounded by one multiply-high of the whole word into its byte 2
 // (kernels/box_word_rounding.hpp): word w gives S(2w + 1)'s byte, and the permute (S(2w - 1),
 // S(2w)), which is word w + 1's first pair, gives S(2w)'s. On the H200 this took
-// conv.box_pixel_lanes's rows loop from 396 to 327 instructions a warp and row on 8K RGB box9.
+// conv.box_pixel_lanes's rows loop from 396 to 327 instructions a warp and row on 8K RGB box9,
+// and the first S two to a word (channel_pair_sums) to 318.
 template <int Rx, class Store>
 __device__ __forceinline__ void row_bytes_paired(const std::uint32_t (&v)[3][8], const Rounding& rounding, const Store& store) {
     constexpr int E = 3;

@@ -21,9 +21,10 @@
 //            loaded once per strip and dealt into the ring, the leaving row read from there a row
 //            ahead, and the row's output staged in the slot it frees. So the leaving rows no longer
 //            come back from the L2 or DRAM, and longer strips pay (fewer first rows per output).
-//            With `ahead=3` (tuned) that walk also prefetches each entering row into the L2 two
-//            rows before its load (box3 61.35 -> 59.80 us; box9 level). With the paired row sums
-//            below, ahead=1 won every class of the retune at cd8b93d (H200);
+//            An L2 prefetch of each entering row two rows before its load (a tuning parameter
+//            `ahead` from abf9fe6 to ea75ae2: box3 61.35 -> 59.80 us) stopped paying once the row
+//            sums were paired (the retune at cd8b93d chose no prefetch in all 16 classes), and was
+//            removed at 027f785;
 //   rows:    (kernels/box_pixel_rows.hpp) along each channel, S(i) = S(i - E) + V(i + rx * E) -
 //            V(i - (rx + 1) * E), element by element. As rx <= 15 < 16 pixels, the entering column
 //            lies in this lane or the next one, the leaving column in this lane or the one before:
@@ -37,7 +38,8 @@
 //            word w = (S(2w - 3), S(2w - 2)) + the entering pair - the leaving pair, one add and one
 //            byte permute per two elements instead of a half taken out and added for each
 //            (kernels/box_pixel_rows.hpp, row_bytes_paired: 8K box9 65.0 -> 62.1 us, its rows loop
-//            396 -> 327 instructions a warp and row);
+//            396 -> 327 instructions a warp and row), and their first S two to a word too
+//            (channel_pair_sums: 327 -> 318, box9 62.1 -> 61.9 us);
 //   out:     the normalized box rounds with one multiply-high (the half added into the first S;
 //            paired, of a whole word whose high half is the sum, kernels/box_word_rounding.hpp);
 //            other coefficients take the exact integer form of the reference's rounding
@@ -70,19 +72,21 @@
 // (2 blocks of 8 warps per SM), 2 KB of shared memory per warp and byte of the pixel, or with
 // loads=1 1.5 KB per row of the ring if that is more (box31's 46.5 KB a warp is refused, with that
 // reason; so are gray rows and SoA planes, whose walk has no ring).
-// Measured on an NVIDIA H200. The committed klab run at 336b588 (results/nvidia-h200/, L2 flushed,
-// medians of 5; the 8K RGB rows' copy floor 47.77 us): 8K RGB AoS replicate box9 62.13 us (1.30x,
-// 0.03 us over 1.3x; 32x4 ahead=1 loads=1 rows=33, paired; conv.box_warp_ring 73.96, npp.box 1717:
-// 27.6x faster), box3 59.09 (1.24x; 32x2 ahead=1 loads=1 rows=33, paired), box31 90.86 (1.90x;
-// 32x2 ahead=1 loads=2 rows=33; npp.box 16600: 183x). Before the paired row sums (run at 04ec75b,
-// copy floor 48.02): box9 65.42, box3 59.80, box31 90.39; before the prefetch (run at 34f9597):
-// box9 64.84, box3 61.35; before the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97.
+// Measured on an NVIDIA H200. The committed klab run at 94c22da (results/nvidia-h200/, L2 flushed,
+// medians of 5; the 8K RGB rows' copy floor 47.77 us): 8K RGB AoS replicate box9 61.91 us (1.296x;
+// 32x2 loads=1 rows=33, paired; npp.box 1720: 27.8x faster), box3 58.92 (1.23x; 32x2 loads=1
+// rows=33, paired), box31 90.22 (1.89x; 32x2 loads=2 rows=33; npp.box 16592: 184x). The run at
+// 336b588, before the paired first sums: box9 62.13 (1.301x), box3 59.09, box31 90.86 (conv.box_warp_ring
+// box9 73.96); before the paired row sums (run at 04ec75b, copy floor 48.02): box9 65.42, box3
+// 59.80, box31 90.39; before the prefetch (run at 34f9597): box9 64.84, box3 61.35; before the
+// ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97.
 // Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 paired (2026-12-02,
-// 62.2 us under the profiler) runs 27.2 M warp instructions (unpaired: 33.3 M) with issue slots 43%
-// busy at 25% occupancy (127 registers, and 13.5 KB of ring per warp), DRAM 58% of its peak (about
-// 174 MB, the image's read and write), 32% of the stall samples on global loads and 23% at the put
-// of the entering row into the ring: what holds it now is the entering rows' latency. Neither
-// prefetching the entering rows into the L2 nor loading them earlier moved it before (notes).
+// at 027f785, 61.7 us under the profiler) runs 26.1 M warp instructions (unpaired: 33.3 M) with
+// issue slots 42% busy at 25% occupancy (126 registers, and 13.5 KB of ring per warp), DRAM 59% of
+// its peak (about 174 MB, the image's read and write), 35% of the stall samples on global loads
+// (long scoreboard) and 25% at the put of the entering row into the ring: what holds it now is the
+// entering rows' latency. Neither prefetching the entering rows into the L2 nor loading them
+// earlier moved it before (notes).
 // box31 (loads=2, 2026-11-30) reads 224.6 MB from DRAM, 2.26 times the 99.5 MB input: each warp's
 // window (2 ry + 2 rows of 1536 bytes) over the 2096 warps of the single wave of 33-row strips is
 // about 103 MB, more than the L2's 60 MB, so leaving rows come back from DRAM; its ring would need
