@@ -76,10 +76,10 @@
 // medians of 5; the 8K RGB rows' copy floor 47.77 us): 8K RGB AoS replicate box9 61.91 us (1.296x;
 // 32x2 loads=1 rows=33, paired; npp.box 1720: 27.8x faster), box3 58.92 (1.23x; 32x2 loads=1
 // rows=33, paired), box31 90.22 (1.89x; 32x2 loads=2 rows=33; npp.box 16592: 184x). The run at
-// 336b588, before the paired first sums: box9 62.13 (1.301x), box3 59.09, box31 90.86 (conv.box_warp_ring
-// box9 73.96); before the paired row sums (run at 04ec75b, copy floor 48.02): box9 65.42, box3
-// 59.80, box31 90.39; before the prefetch (run at 34f9597): box9 64.84, box3 61.35; before the
-// ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97.
+// 336b588, before the paired first sums: box9 62.13 (1.301x), box3 59.09, box31 90.86
+// (conv.box_warp_ring box9 73.96); before the paired row sums (run at 04ec75b, copy floor 48.02):
+// box9 65.42, box3 59.80, box31 90.39; before the prefetch (run at 34f9597): box9 64.84, box3
+// 61.35; before the ring (run at 06ff4d7): box9 74.56 (rows=11), box3 61.97.
 // Where the time goes (Nsight Compute, clocks unlocked, H200, 8K RGB): box9 paired (2026-12-02,
 // at 027f785, 61.7 us under the profiler) runs 26.1 M warp instructions (unpaired: 33.3 M) with
 // issue slots 42% busy at 25% occupancy (126 registers, and 13.5 KB of ring per warp), DRAM 59% of

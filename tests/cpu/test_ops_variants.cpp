@@ -393,7 +393,7 @@ TEST(OpsVariants, BoxPixelLanesTilesGridAndFormats) {
     }
     EXPECT_TRUE(parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"loads", 3}, {"rows", 33}}}));
     // The L2 prefetch parameter `ahead` is gone (1 won every class of the retune at cd8b93d): a
-    // shape that still sets it, as a record from before 2026-12-02 does, is refused with the
+    // shape that still sets it, as a record tuned between abf9fe6 and 027f785 does, is refused with the
     // declared parameters.
     const std::optional<ParameterMismatch> old_shape =
         parameter_mismatch(variant.tuning_space(), LaunchShape{32, 8, {{"ahead", 1}, {"loads", 1}, {"rows", 33}}});
