@@ -13,11 +13,14 @@ in microseconds from the launch's earliest mark 0:
   - with --per-sm M: the SMs grouped by how many blocks they ran, and when each group's SMs saw
     their last block reach mark M (an uneven share of blocks shows as a later end). A line's SM is
     where its block made its last mark: for a mark of an earlier kernel, the grouping is the last
-    kernel's.
+    kernel's;
+  - with --by-arrival M: mark M's median over the blocks ranked by their arrival on their SM (rank 0:
+    the first of an SM's blocks to make mark 0, ties by block number), so that blocks which start
+    together but end in the order they arrived show it (an SM's schedulers favour its older warps).
 Lines that do not start with "TL " are skipped, so a whole log can be given.
 
 Usage: python3 scripts/timeline.py LOG [--names start,waited,...] [--active A B] [--steps 20]
-       [--group N] [--per-sm M]
+       [--group N] [--per-sm M] [--by-arrival M]
 """
 import argparse
 import statistics
@@ -105,7 +108,20 @@ def per_sm(blocks, mark):
     return dict(grouped)
 
 
-def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None):
+def by_arrival(blocks, mark):
+    """{rank: [mark `mark` of each block that was the rank-th (from 0) of its SM's blocks to make
+    mark 0, ties by block number]}."""
+    members = defaultdict(list)
+    for b in blocks:
+        members[b.sm].append(b)
+    ranked = defaultdict(list)
+    for sm_blocks in members.values():
+        for rank, b in enumerate(sorted(sm_blocks, key=lambda b: (b.marks[0], b.index))):
+            ranked[rank].append(b.marks[mark])
+    return dict(ranked)
+
+
+def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None, arrival_mark=None):
     """The report of one tag, as a list of lines. Times in us from the earliest mark 0."""
     marks = len(blocks[0].marks)
     names = names[:marks] + [f"mark{k}" for k in range(len(names), marks)]
@@ -142,6 +158,10 @@ def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None)
         for count, ends in sorted(per_sm(us, k).items()):
             lines.append(f"  SMs that ran {count} blocks: {len(ends)}, their last {names[k]} at median {statistics.median(ends):.2f},"
                          f" max {max(ends):.2f}")
+    if arrival_mark is not None:
+        k = mark_index(arrival_mark, names)
+        lines.append(f"  median {names[k]} by arrival on the SM (rank: median, blocks): " + ", ".join(
+            f"{rank}: {statistics.median(marks):.2f} ({len(marks)})" for rank, marks in sorted(by_arrival(us, k).items())))
     return lines
 
 
@@ -153,6 +173,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=20, help="moments for --active (default 20)")
     parser.add_argument("--group", type=int, help="per-group medians, N consecutive blocks a group")
     parser.add_argument("--per-sm", metavar="M", help="when the SMs, grouped by their count of blocks, saw their last mark M")
+    parser.add_argument("--by-arrival", metavar="M", help="mark M's median over the blocks ranked by their arrival on their SM")
     args = parser.parse_args(argv)
     if args.steps < 1 or (args.group is not None and args.group < 1):
         parser.error("--steps and --group take a count of 1 or more")
@@ -165,7 +186,7 @@ def main(argv=None):
         for tag, runs in sorted(launches.items()):
             for number, blocks in enumerate(runs, 1):
                 title = tag if len(runs) == 1 else f"{tag} (launch {number} of {len(runs)})"
-                print("\n".join(summary(title, blocks, names, args.active, args.steps, args.group, args.per_sm)))
+                print("\n".join(summary(title, blocks, names, args.active, args.steps, args.group, args.per_sm, args.by_arrival)))
     except (OSError, ValueError) as error:
         sys.exit(f"timeline: {error}")
 

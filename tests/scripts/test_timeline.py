@@ -111,6 +111,21 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(report[-2:], ["  SMs that ran 1 blocks: 1, their last written at median 5.00, max 5.00",
                                        "  SMs that ran 2 blocks: 2, their last written at median 38.50, max 44.00"])
 
+    def test_by_arrival(self):
+        # SM 0 ran blocks 0 and 2 (started at 0 and 2 us, written at 11 and 33), SM 1 blocks 1 and 3
+        # (1 and 3; 22 and 44): rank 0 is blocks 0 and 1, rank 1 blocks 2 and 3.
+        us = timeline.relative_us(self.blocks)
+        self.assertEqual(timeline.by_arrival(us, 2), {0: [11.0, 22.0], 1: [33.0, 44.0]})
+        report = timeline.summary("demo", self.blocks, ["start", "waited", "written"], arrival_mark="written")
+        self.assertEqual(report[-1], "  median written by arrival on the SM (rank: median, blocks): 0: 16.50 (2), 1: 38.50 (2)")
+
+    def test_by_arrival_ranks_by_start_then_block_number(self):
+        # On SM 5: block 7 starts first; blocks 4 and 6 start together, so 4 ranks before 6.
+        blocks = timeline.parse([line(0, 1, 0, 9), line(4, 5, 2, 30), line(6, 5, 2, 10), line(7, 5, 1, 20)])["demo"][0]
+        us = timeline.relative_us(blocks)
+        self.assertEqual(timeline.by_arrival(us, 1), {0: [9.0, 20.0], 1: [30.0], 2: [10.0]})
+        self.assertEqual(timeline.by_arrival(us, 0), {0: [0.0, 1.0], 1: [2.0], 2: [2.0]})
+
     def test_active_marks_out_of_order_are_an_error(self):
         for active in [("written", "waited"), ("waited", "waited")]:
             with self.assertRaisesRegex(ValueError, "the first mark must come before the second"):
@@ -137,15 +152,19 @@ class CommandLineTest(unittest.TestCase):
 
     def test_every_report_from_the_command_line(self):
         result = run(self.write(LAUNCH_1), "--names", "start,waited,written", "--active", "waited", "written", "--steps", "4",
-                     "--group", "2", "--per-sm", "written")
+                     "--group", "2", "--per-sm", "written", "--by-arrival", "2")
         self.assertEqual(result.returncode, 0, result.stderr)
         out = result.stdout.splitlines()
         self.assertIn("  blocks between waited and written: 3 at 11.0, 2 at 22.0, 1 at 33.0, 0 at 44.0", out)
         self.assertIn("  SMs that ran 2 blocks: 2, their last written at median 38.50, max 44.00", out)
-        self.assertEqual(out[-3].split(), ["0", "1.00", "15.00"])
+        self.assertEqual(out[-4].split(), ["0", "1.00", "15.00"])
+        self.assertEqual(out[-1], "  median written by arrival on the SM (rank: median, blocks): 0: 16.50 (2), 1: 38.50 (2)")
         result = run(self.write(LAUNCH_1), "--active", "2", "1")
         self.assertEqual(result.returncode, 1)
         self.assertEqual(result.stderr.strip(), "timeline: --active 2 1: the first mark must come before the second")
+        result = run(self.write(LAUNCH_1), "--by-arrival", "ended")
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.stderr.strip(), "timeline: mark 'ended': give one of mark0, mark1, mark2 or its number (0 to 2)")
 
     def test_no_lines_says_why(self):
         result = run(self.write(["nothing here"]))
