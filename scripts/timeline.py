@@ -15,8 +15,9 @@ in microseconds from the launch's earliest mark 0:
     where its block made its last mark: for a mark of an earlier kernel, the grouping is the last
     kernel's;
   - with --by-arrival M: mark M's median over the blocks ranked by their arrival on their SM (rank 0:
-    the first of an SM's blocks to make mark 0, ties by block number), so that blocks which start
-    together but end in the order they arrived show it (an SM's schedulers favour its older warps).
+    the first of an SM's blocks to make mark 0), to show whether an SM's blocks end in the order
+    they reached it. %globaltimer moves in steps of tens of ns, so blocks of one wave that start
+    together mostly tie on mark 0; ties go by block number, the order in which blocks are handed out.
 Lines that do not start with "TL " are skipped, so a whole log can be given.
 
 Usage: python3 scripts/timeline.py LOG [--names start,waited,...] [--active A B] [--steps 20]
@@ -161,7 +162,7 @@ def summary(tag, blocks, names, active=None, steps=20, group=None, sm_mark=None,
     if arrival_mark is not None:
         k = mark_index(arrival_mark, names)
         lines.append(f"  median {names[k]} by arrival on the SM (rank: median, blocks): " + ", ".join(
-            f"{rank}: {statistics.median(marks):.2f} ({len(marks)})" for rank, marks in sorted(by_arrival(us, k).items())))
+            f"{rank}: {statistics.median(ends):.2f} ({len(ends)})" for rank, ends in sorted(by_arrival(us, k).items())))
     return lines
 
 

@@ -120,8 +120,9 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(report[-1], "  median written by arrival on the SM (rank: median, blocks): 0: 16.50 (2), 1: 38.50 (2)")
 
     def test_by_arrival_ranks_by_start_then_block_number(self):
-        # On SM 5: block 7 starts first; blocks 4 and 6 start together, so 4 ranks before 6.
-        blocks = timeline.parse([line(0, 1, 0, 9), line(4, 5, 2, 30), line(6, 5, 2, 10), line(7, 5, 1, 20)])["demo"][0]
+        # On SM 5: block 7 starts first; blocks 4 and 6 start together, so 4 ranks before 6 although
+        # its line comes after 6's (a sort on the start alone would keep the lines' order).
+        blocks = timeline.parse([line(0, 1, 0, 9), line(6, 5, 2, 10), line(4, 5, 2, 30), line(7, 5, 1, 20)])["demo"][0]
         us = timeline.relative_us(blocks)
         self.assertEqual(timeline.by_arrival(us, 1), {0: [9.0, 20.0], 1: [30.0], 2: [10.0]})
         self.assertEqual(timeline.by_arrival(us, 0), {0: [0.0, 1.0], 1: [2.0], 2: [2.0]})
