@@ -11,6 +11,9 @@
 # Every copy must stay correct: klab tune and klab-bench verify each output against the CPU
 # reference and refuse a copy that differs, so a "what if this part cost nothing" copy (a step
 # removed, wrong pixels) measures nothing here; time such a question with a probe (probes/).
+# The copies share klab tune's process and klab-bench's: a copy that changes the device's state (a
+# limit such as cudaLimitPersistingL2CacheSize) changes it for every copy measured after it there;
+# only the profiles (PROFILE) run each variant in a process of its own.
 #
 # Usage: EXPERIMENTS='SUFFIX|SED-EXPRESSION
 #                     SUFFIX|@FILE
