@@ -98,26 +98,28 @@ def active_counts(blocks, first, last, moments):
     return [sum(1 for b in blocks if b.marks[first] <= t < b.marks[last]) for t in moments]
 
 
+def sm_blocks(blocks):
+    """{SM: [its blocks, in the given order]}."""
+    grouped = defaultdict(list)
+    for b in blocks:
+        grouped[b.sm].append(b)
+    return grouped
+
+
 def per_sm(blocks, mark):
     """{blocks per SM: [the SM's latest `mark`, one per SM]}."""
-    latest = defaultdict(list)
-    for b in blocks:
-        latest[b.sm].append(b.marks[mark])
     grouped = defaultdict(list)
-    for marks in latest.values():
-        grouped[len(marks)].append(max(marks))
+    for members in sm_blocks(blocks).values():
+        grouped[len(members)].append(max(b.marks[mark] for b in members))
     return dict(grouped)
 
 
 def by_arrival(blocks, mark):
     """{rank: [mark `mark` of each block that was the rank-th (from 0) of its SM's blocks to make
     mark 0, ties by block number]}."""
-    members = defaultdict(list)
-    for b in blocks:
-        members[b.sm].append(b)
     ranked = defaultdict(list)
-    for sm_blocks in members.values():
-        for rank, b in enumerate(sorted(sm_blocks, key=lambda b: (b.marks[0], b.index))):
+    for members in sm_blocks(blocks).values():
+        for rank, b in enumerate(sorted(members, key=lambda b: (b.marks[0], b.index))):
             ranked[rank].append(b.marks[mark])
     return dict(ranked)
 
