@@ -39,6 +39,8 @@
 #              TIMELINE (arguments for scripts/timeline.py, e.g. '--names a,b,c --active b c'): the
 #              summary of the blocks' timestamps that a copy marked with probes/block_timeline.hpp
 #              prints, from the tuner's and the benchmark's logs (printed whenever a copy prints them)
+#              A copy counted with probes/sm_clock.hpp: the SM clock its blocks kept in the tuner's
+#              and the benchmark's runs (scripts/sm_clock.py), printed whenever a copy prints CLK lines
 # Example: EXPERIMENTS='prefetch8|s/kPrefetch = Channels == 1 ? 0 : 4;/kPrefetch = Channels == 1 ? 0 : 8;/' \
 #            BENCH=/8K/ bash scripts/gpu-experiment.sh kernels/sobel_register_window.cu sobel/8K/c3/aos
 set -uo pipefail
@@ -175,6 +177,15 @@ done
 if [[ -n ${TIMELINE:-} && $timelines -eq 0 ]]; then
   echo "gpu-experiment: TIMELINE given, but no copy printed a TL line (no marks, 'on' never true, or fewer than 3 marked launches in a process)"
 fi
+
+# Copies counted with probes/sm_clock.hpp print their blocks' cycles and nanoseconds every 100th
+# counted launch: the SM clock they kept, per process, by scripts/sm_clock.py.
+for log in "$OUT/tune.log" "$OUT/bench.log"; do
+  if [[ -f $log ]] && grep -q '^CLK ' "$log"; then
+    echo "gpu-experiment: SM clock of the counted launches in $(basename "$log" .log):"
+    python3 scripts/sm_clock.py "$log" 2>&1 | sed 's/^/  /'
+  fi
+done
 
 # Nsight Compute on one launch of each variant (the original and the copies), on its first row.
 if [[ -n ${PROFILE:-} ]]; then

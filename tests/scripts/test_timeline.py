@@ -3,13 +3,13 @@ launches of four blocks whose marks are set so that every figure the report prin
 import pathlib
 import subprocess
 import sys
-import tempfile
 import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "timeline.py"
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(SCRIPT.parent))
+from log_file import write_log  # noqa: E402 (tests/scripts/log_file.py)
 import timeline  # noqa: E402
 
 T0 = 1_000_000_000  # an arbitrary %globaltimer origin, in ns
@@ -139,11 +139,7 @@ class SummaryTest(unittest.TestCase):
 
 class CommandLineTest(unittest.TestCase):
     def write(self, lines):
-        log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
-        self.addCleanup(pathlib.Path(log.name).unlink)
-        log.write("\n".join(lines) + "\n")
-        log.close()
-        return log.name
+        return write_log(self, lines)
 
     def test_two_launches_reported(self):
         result = run(self.write(["klab-bench: starting", *LAUNCH_1, *LAUNCH_2]), "--names", "start,waited,written")
