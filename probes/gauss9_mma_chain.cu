@@ -39,6 +39,7 @@
 // MMAs (the combination in 3, as conv.separable_row_mma does; no split), stores of whole words, and
 // registers for 24 or more warps. With the split, the chain does not reach the count it was meant to
 // save; the column pass stays on the FMA pipe.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -50,30 +51,31 @@
 #include "autotune/timing.hpp"
 #include "harness/cuda_check.hpp"
 #include "probes/box9_probe.hpp"
+#include "probes/gauss9_probe.hpp"
 #include "probes/probe_main.hpp"
 
 namespace {
 
+namespace gauss9 = klab::probes::gauss9;
 using klab::probes::box9::Buffers;
 using klab::probes::box9::kHeight;
 using klab::probes::box9::kRowBytes;
 using klab::probes::box9::Timer;
 
-constexpr int kTaps = 9, kReach = 12;  // 4 pixels of 3 bytes each side
+using klab::probes::gauss9::kTaps;
+constexpr int kReach = 12;  // 4 pixels of 3 bytes each side
 constexpr int kBand = 64, kBands = kRowBytes / kBand;  // 360
 constexpr int kFirstRow = 8, kLastRow = kHeight - 8;   // output rows [8, 4312)
 
 struct Factors {
-    double row[kTaps];  // the Gaussian's factor (both ways), sigma 1.7 as OpenCV picks for 9 taps
+    std::array<double, kTaps> row;  // the Gaussian's factor (both ways), gauss9_probe.hpp
     int digit[3][kTaps];  // row factor * 2^e in balanced base-256 digits, lowest first
     double scale;         // 2^-e
 };
 
 Factors make_factors() {
     Factors f{};
-    double sum = 0;
-    for (int i = 0; i < kTaps; ++i) sum += f.row[i] = std::exp(-(i - 4) * (i - 4) / (2 * 1.7 * 1.7));
-    for (double& r : f.row) r = static_cast<float>(r / sum);  // fp32 factors, as a variant gets them
+    f.row = gauss9::factor();  // fp32 factors, as a variant gets them
     const int e = 23 - static_cast<int>(std::ceil(std::log2(f.row[4])));  // |Q| < 2^23
     f.scale = std::ldexp(1.0, -e);
     for (int i = 0; i < kTaps; ++i) {
@@ -222,25 +224,6 @@ __global__ void __launch_bounds__(128) gauss9_mma_chain(const std::uint8_t* __re
 
 // Interior bytes of `rows` whose value differs from the double computation of the same factors,
 // and how many by more than 1.
-void count_differences(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result, const Factors& f,
-                       long& checked, long& differing, long& beyond_one) {
-    for (int y : {8, 9, 15, 16, 100, 1000, 2047, 4300, 4311}) {
-        for (int e = kBand; e < kRowBytes - kBand; ++e) {
-            double sum = 0;
-            for (int j = 0; j < kTaps; ++j) {
-                double row = 0;
-                for (int i = 0; i < kTaps; ++i) row += f.row[i] * image[static_cast<std::size_t>(y + j - 4) * Buffers::pitch + e + 3 * (i - 4)];
-                sum += f.row[j] * row;
-            }
-            const int expected = static_cast<int>(std::nearbyint(std::min(std::max(sum, 0.0), 255.0)));
-            const int got = result[static_cast<std::size_t>(y) * Buffers::pitch + e];
-            ++checked;
-            if (got != expected) ++differing;
-            if (std::abs(got - expected) > 1) ++beyond_one;
-        }
-    }
-}
-
 int run() {
     using namespace klab;
     const Factors f = make_factors();
@@ -272,12 +255,12 @@ int run() {
                     kernel<<<grid, block, 0, s>>>(buffers.in, buffers.out, static_cast<int>(Buffers::pitch), strip_rows, row_scale, scale);
                     KLAB_CUDA_CHECK_LAUNCH(s);
                 };
-                long checked = 0, differing = 0, beyond_one = 0;
-                count_differences(buffers.image, buffers.output_of(work), f, checked, differing, beyond_one);
+                const gauss9::Differences d = gauss9::count_differences(buffers.image, buffers.output_of(work), f.row,
+                                                                        {8, 9, 15, 16, 100, 1000, 2047, 4300, 4311}, kBand);
                 const double us = timer.median_us(work);
                 std::printf("gauss9 chained MMAs (%s), strips of %3d rows, blocks of %3d: %6.1f us, %.2fx the copy (%d registers); "
                             "%ld of %ld interior bytes differ from double, %ld by more than 1\n",
-                            form, strip_rows, block, us, us / copy_us, attributes.numRegs, differing, checked, beyond_one);
+                            form, strip_rows, block, us, us / copy_us, attributes.numRegs, d.differing, d.checked, d.beyond_one);
             }
         }
     };
