@@ -1,25 +1,27 @@
 // Probe: a separable Gaussian 9x9 on 8K RGB AoS on the FMA pipe alone, row pass first, each
 // thread a register block of 8 output elements (issue 14's gauss9 target). Why: the kernels that
-// issue the integer tensor cores' MMAs keep the H200's SMs at about 1.80 GHz, the FFMA ones at
+// issue the integer tensor cores' MMAs kept the H200's SMs at about 1.80 GHz, the FFMA ones at
 // 1.96 (kernels/notes/conv_separable_row_mma.md), so a design without them has 9% more cycles to
-// spend; conv.separable_column_first, the FFMA design in the study, spends 37.6 instructions per
-// output element, 44% more column-pass work than its outputs need (strips of 18 rows).
+// spend; conv.separable_column_first, the FFMA design in the study, spent 37.6 instructions per
+// output element in its profiled first version, with 44% more column-pass work than its outputs
+// need (strips of 18 rows).
 //
 // A block of 192 threads owns a span of 1536 bytes of a row (15 spans a row) and walks down a strip
 // of `strip` output rows, one input row at a time (strip + 8 of them):
 //   - the input row's bytes come into a ring of 5 raw rows in shared memory by cp.async, 4 rows
 //     ahead (8 bytes a thread, and the 16 bytes either side by threads 0 to 3), so no register
-//     holds a row in flight; each thread converts the bytes it copied to fp32 (`Convert`: a byte
-//     permute into 2^23 + b and a subtraction, or a cast) into one of two float rows, then a
+//     holds a row in flight; each thread converts the bytes it copied to fp32 (`Magic`: a byte
+//     permute into 2^23 + b and a subtraction; else a cast) into one of two float rows, then a
 //     barrier (the only one per row: the float rows alternate);
 //   - row pass: each thread reads its 8 elements and 12 either side (8 float4s) and computes 8 row
 //     results, 9 FMAs each, the factor from the constant bank;
 //   - column pass: each row result is added to the 9 output rows it belongs to, 8 accumulators each
 //     (72 registers), a ring renamed by unrolling 9 rows; the output row the row completes is
 //     rounded (cvt.rni.sat.u8.f32), packed and stored as 8 bytes.
-// Per 8 outputs and row about 200 instructions: 144 FMAs, 8 conversions (16 by permute), 8
-// roundings and 6 permutes, 8 shared loads and 2 stores, a barrier, the copy and the store; a
-// strip's first 8 input rows are filtered but output nothing.
+// Per 8 outputs and row, by design: 144 FMAs, 8 conversions (16 by permute), 8 roundings and 6
+// permutes, 8 shared loads and 2 stores, a barrier, the copy and the store (measured below: 213.6
+// in the loop's block, the rounding and the store apart); a strip's first 8 input rows are
+// filtered but output nothing.
 // Interior only: the span's 16 bytes beyond the image's left and right edges are clamped to bytes
 // inside it, so the outputs within 12 bytes of those edges are wrong and are not checked; rows
 // outside the image are replicated (correct). Checked against a double computation with the same
@@ -29,18 +31,23 @@
 // 255 blocks, permute conversion; 4.11x the copy, 1.46 times conv.separable_row_mma's committed
 // 133.31 us), 212.1 to 228.7 at strips of 64 to 144; the cast conversion 200.8 to 228.5; at 3
 // blocks per SM (96 registers, 192 bytes spilled) 225.6 to 256.8. 5 of 230080 checked bytes off by
-// 1 from the double computation, none by more. Nsight Compute (PROFILE=gauss9_ffma_rows
-// PROFILE_CLOCKS=unlocked: the first launch, strips of 64 rows, 210.9 us under the profiler): the SM
-// clock 1.97 GHz, as for the other FFMA kernels; 109.2 M warp instructions, 35.1 per output element
-// (conv.separable_row_mma: 25.0); the loop 1922 instructions per 9 rows a warp (26.7 per output row
-// and element, 18.7 of them FFMA and FMUL; 64 a row besides the FMAs: 8 each of the permutes, the
-// subtractions and LDS.128, and 40 of moves, address arithmetic, branches, the barrier and the
-// copies), and the strip's 8 rows that output nothing (12.5% at 64 rows); issue slots 49.7% busy at
-// 18.75% occupancy (159 registers: 12 warps per SM), the stall samples on shared-memory loads
-// (short scoreboard) 32% and at the barrier 18%. What it shows: the FMA pipe's design keeps the
-// clock but not the count: with its loop's 27.5 instructions per output element at strips of 255
-// rows alone, 88 us (1.6x the roofline) would need 93% of the issue slots at 1.97 GHz; it reaches
-// half.
+// 1 from the double computation, none by more. A second run, after the check moved to
+// gauss9_probe.hpp: 195.3 us at best, the same bytes off. (The asm statements' "memory" clobbers,
+// which keep the compiler from moving the slot's reads above the wait, were added after these runs;
+// the profiled code already read the slot after the wait.)
+// Nsight Compute (PROFILE=gauss9_ffma_rows PROFILE_CLOCKS=unlocked: the first launch, strips of 64
+// rows, 210.9 us under the profiler): the SM clock 1.97 GHz; 109.2 M warp instructions, 35.1 per
+// output element (conv.separable_row_mma: 25.0): the loop's block 1922 instructions per 9 rows a
+// warp (26.7 per output row and element, 18.7 of them FFMA and FMUL; besides the FMAs 64 a row: 8
+// each of the permutes, the subtractions and LDS.128, and 40 of moves, address arithmetic,
+// branches, the barrier and the copies) times 72 input rows for 64 outputs, 30.3 per output; the
+// rounding, packing and stores 2.6; threads 0 to 3's halo copies and conversions 1.5; the rest
+// 0.7. Issue slots 49.7% busy at 18.75% occupancy (159 registers: 12 warps per SM), the stall
+// samples on shared-memory loads (short scoreboard) 32% and at the barrier 18%. What it shows: the
+// FMA pipe's design keeps the clock but not the count: at strips of 255 rows about 32
+// instructions per output element (the loop 27.6, the stores 2.6, the halo 1.4, the rest about
+// 0.5, scaled from the profile's counts), so 88 us (1.6x the roofline) would need 109% of the issue
+// slots at 1.97 GHz: more than all of them, where it gets half.
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -82,13 +89,14 @@ __device__ __forceinline__ void copy_row(const std::uint8_t* in, int y0, int i, 
     const int y = min(max(y0 - 4 + i, 0), kHeight - 1);
     const std::uint8_t* row = in + static_cast<std::size_t>(y) * Buffers::pitch;
     std::uint8_t* slot = raw + (i % kRawSlots) * kRowLength;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(slot + kHalo + 8 * t)), "l"(row + span0 + 8 * t));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(slot + kHalo + 8 * t)), "l"(row + span0 + 8 * t)
+                 : "memory");
     if (t < 4) {
         // Left halo (t = 0, 1), right halo (t = 2, 3), clamped inside the row at the image's edges.
         int x = t < 2 ? span0 - kHalo + 8 * t : span0 + kSpan + 8 * (t - 2);
         x = min(max(x, 0), kRowBytes - 8);
         const int at = t < 2 ? 8 * t : kHalo + kSpan + 8 * (t - 2);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(slot + at)), "l"(row + x));
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(slot + at)), "l"(row + x) : "memory");
     }
 }
 
@@ -123,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) gauss9_ffma_rows(const st
 
     for (int i = 0; i < kAhead; ++i) {
         copy_row(in, y0, i, raw, span0, t);
-        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.commit_group;" ::: "memory");
     }
     float acc[kTaps][kLaneElements];
 #pragma unroll
@@ -138,8 +146,8 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) gauss9_ffma_rows(const st
             const int i = i0 + u;
             if (i >= inputs) break;
             if (i + kAhead < inputs) copy_row(in, y0, i + kAhead, raw, span0, t);
-            asm volatile("cp.async.commit_group;");
-            asm volatile("cp.async.wait_group %0;" ::"n"(kAhead));  // row i's copies (this thread's) are in
+            asm volatile("cp.async.commit_group;" ::: "memory");
+            asm volatile("cp.async.wait_group %0;" ::"n"(kAhead) : "memory");  // row i's copies (this thread's) are in
             const std::uint8_t* slot = raw + (i % kRawSlots) * kRowLength;
             float* const floats = rows[i & 1];
             convert8<Magic>(slot + kHalo + 8 * t, floats + kHalo + 8 * t);
@@ -147,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) gauss9_ffma_rows(const st
                 const int at = t < 2 ? 8 * t : kHalo + kSpan + 8 * (t - 2);
                 convert8<Magic>(slot + at, floats + at);
             }
-            __syncthreads();  // row i's floats are in; every thread is done with row i - 2's
+            __syncthreads();  // row i's floats are in; every thread is done with row i - 1's, which row i + 1 takes
 
             float x[32];
             const float4* w = reinterpret_cast<const float4*>(floats + kHalo + 8 * t - kReach);
@@ -184,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) gauss9_ffma_rows(const st
             for (int j = 0; j < kLaneElements; ++j) acc[u % kTaps][j] = c_col[0] * h[j];
         }
     }
-    asm volatile("cp.async.wait_group 0;");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 int run() {

@@ -43,7 +43,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -62,7 +61,7 @@ using klab::probes::box9::kHeight;
 using klab::probes::box9::kRowBytes;
 using klab::probes::box9::Timer;
 
-using klab::probes::gauss9::kTaps;
+using gauss9::kTaps;
 constexpr int kReach = 12;  // 4 pixels of 3 bytes each side
 constexpr int kBand = 64, kBands = kRowBytes / kBand;  // 360
 constexpr int kFirstRow = 8, kLastRow = kHeight - 8;   // output rows [8, 4312)
@@ -222,8 +221,6 @@ __global__ void __launch_bounds__(128) gauss9_mma_chain(const std::uint8_t* __re
     }
 }
 
-// Interior bytes of `rows` whose value differs from the double computation of the same factors,
-// and how many by more than 1.
 int run() {
     using namespace klab;
     const Factors f = make_factors();

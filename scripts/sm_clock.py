@@ -2,13 +2,15 @@
 """The SM clock that a kernel's blocks ran at, from the totals probes/sm_clock.hpp prints.
 
 Each line "CLK <tag> <launches> <cycles> <nanoseconds> <blocks>" holds a process's running totals
-for one tag: the counted launches before the printing one, and their blocks' cycles (clock64) and
-nanoseconds (%globaltimer) summed. Between two lines of a tag, the cycles gained over the
-nanoseconds gained is the rate the blocks of those launches kept, in GHz. For each tag this prints
-the rate from its first line to its last, and the lowest and highest rate between neighbouring
-lines. The totals restart with each process, so a line whose launches are fewer than the line
-before it starts a new run (e.g. klab tune's log, then klab-bench's, given as one file).
-Lines that do not start with "CLK " are skipped, so a whole log can be given.
+for the copy that prints that tag: the counted launches before the printing one, and their
+blocks' cycles (clock64) and nanoseconds (%globaltimer) summed. Between two lines of a tag, the
+cycles gained over the nanoseconds gained is the rate the blocks of those launches kept, in GHz.
+For each tag this prints the rate from its first line to its last, and the lowest and highest rate
+between neighbouring lines. The totals restart with each process, so a line whose launches are no
+more than the line before it starts a new run (e.g. klab tune's log, then klab-bench's, given as
+one file). A tuner's log mixes every shape it measured: its rate is theirs together.
+Lines that do not start with "CLK " are skipped, so a whole log can be given; a log without one is
+reported and the others are still read (exit status 1).
 
 Usage: python3 scripts/sm_clock.py LOG [LOG...]
 """
@@ -67,18 +69,26 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", metavar="LOG", help="a file holding CLK lines (a whole log will do)")
     args = parser.parse_args(argv)
-    try:
-        for log in args.logs:
+    failed = False
+    for log in args.logs:
+        try:
             with open(log, encoding="utf-8", errors="replace") as f:
                 runs = parse(f)
-            if not runs:
-                sys.exit(f"sm_clock: no 'CLK ' line in {log} (fewer than sm_clock::kPrintEvery, 100, counted launches in a process? see probes/sm_clock.hpp)")
-            for tag, tag_runs in sorted(runs.items()):
-                for number, points in enumerate(tag_runs, 1):
-                    title = f"{log}: {tag}" if len(tag_runs) == 1 else f"{log}: {tag} (run {number} of {len(tag_runs)})"
-                    print("\n".join(summary(title, points)))
-    except (OSError, ValueError) as error:
-        sys.exit(f"sm_clock: {error}")
+        except (OSError, ValueError) as error:
+            print(f"sm_clock: {log}: {error}", file=sys.stderr)
+            failed = True
+            continue
+        if not runs:
+            print(f"sm_clock: no 'CLK ' line in {log} (fewer than sm_clock::kPrintEvery, 100, counted launches in a process?"
+                  " see probes/sm_clock.hpp)", file=sys.stderr)
+            failed = True
+            continue
+        for tag, tag_runs in sorted(runs.items()):
+            for number, points in enumerate(tag_runs, 1):
+                title = f"{log}: {tag}" if len(tag_runs) == 1 else f"{log}: {tag} (run {number} of {len(tag_runs)})"
+                print("\n".join(summary(title, points)))
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

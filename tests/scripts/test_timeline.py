@@ -9,7 +9,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "timeline.py"
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(SCRIPT.parent))
-from log_file import write_log  # noqa: E402 (tests/scripts/log_file.py)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # log_file, however the test is started
+from log_file import write_log  # noqa: E402
 import timeline  # noqa: E402
 
 T0 = 1_000_000_000  # an arbitrary %globaltimer origin, in ns
