@@ -65,13 +65,7 @@
 namespace {
 
 namespace gauss9 = klab::probes::gauss9;
-using klab::probes::box9::Buffers;
-using klab::probes::box9::kHeight;
-using klab::probes::box9::kRowBytes;
-using klab::probes::box9::Timer;
-
-using gauss9::kTaps;
-constexpr int kReach = 12;  // 4 pixels of 3 bytes each side
+using namespace gauss9;  // the image, its timer, kTaps and kReach
 constexpr int kThreads = 192, kLaneElements = 8, kSpan = kThreads * kLaneElements;  // 1536
 constexpr int kSpans = kRowBytes / kSpan;                                          // 15
 static_assert(kRowBytes % kSpan == 0, "whole spans");
@@ -82,6 +76,10 @@ constexpr int kAhead = 4, kRawSlots = kAhead + 1;
 __constant__ float c_row[kTaps], c_col[kTaps];
 
 __device__ __forceinline__ unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+// Where halo piece t (threads 0 to 3: two 8-byte pieces left of the span, two right) lies in a row
+// slot, raw or float.
+__device__ __forceinline__ int halo_offset(int t) { return t < 2 ? 8 * t : kHalo + kSpan + 8 * (t - 2); }
 
 // This thread's 8-byte pieces of input row `i` (image row y0 - 4 + i, replicated past the image)
 // into raw slot i mod kRawSlots: its own 8 bytes, and for threads 0 to 3 the halo's.
@@ -95,7 +93,7 @@ __device__ __forceinline__ void copy_row(const std::uint8_t* in, int y0, int i, 
         // Left halo (t = 0, 1), right halo (t = 2, 3), clamped inside the row at the image's edges.
         int x = t < 2 ? span0 - kHalo + 8 * t : span0 + kSpan + 8 * (t - 2);
         x = min(max(x, 0), kRowBytes - 8);
-        const int at = t < 2 ? 8 * t : kHalo + kSpan + 8 * (t - 2);
+        const int at = halo_offset(t);
         asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(slot + at)), "l"(row + x) : "memory");
     }
 }
@@ -152,8 +150,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) gauss9_ffma_rows(const st
             float* const floats = rows[i & 1];
             convert8<Magic>(slot + kHalo + 8 * t, floats + kHalo + 8 * t);
             if (t < 4) {
-                const int at = t < 2 ? 8 * t : kHalo + kSpan + 8 * (t - 2);
-                convert8<Magic>(slot + at, floats + at);
+                convert8<Magic>(slot + halo_offset(t), floats + halo_offset(t));
             }
             __syncthreads();  // row i's floats are in; every thread is done with row i - 1's, which row i + 1 takes
 

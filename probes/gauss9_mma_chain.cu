@@ -56,13 +56,7 @@
 namespace {
 
 namespace gauss9 = klab::probes::gauss9;
-using klab::probes::box9::Buffers;
-using klab::probes::box9::kHeight;
-using klab::probes::box9::kRowBytes;
-using klab::probes::box9::Timer;
-
-using gauss9::kTaps;
-constexpr int kReach = 12;  // 4 pixels of 3 bytes each side
+using namespace gauss9;  // the image, its timer, kTaps and kReach
 constexpr int kBand = 64, kBands = kRowBytes / kBand;  // 360
 constexpr int kFirstRow = 8, kLastRow = kHeight - 8;   // output rows [8, 4312)
 

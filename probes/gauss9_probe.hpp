@@ -16,7 +16,14 @@
 
 namespace klab::probes::gauss9 {
 
+// The image, its timer and copy floor, as the box probes have them.
+using box9::Buffers;
+using box9::kHeight;
+using box9::kRowBytes;
+using box9::Timer;
+
 constexpr int kTaps = 9;
+constexpr int kReach = (kTaps / 2) * box9::kStride;  // 4 pixels of 3 bytes each side
 
 // The Gaussian's factor (both ways), sigma 1.7 as OpenCV picks for 9 taps, each value rounded to
 // fp32 as a variant gets it (held in double).
@@ -38,16 +45,15 @@ struct Differences {
 // ways in double (rows outside the image replicated), rounded half to even and saturated.
 inline Differences count_differences(const std::vector<std::uint8_t>& image, const std::vector<std::uint8_t>& result,
                                      const std::array<double, kTaps>& f, std::initializer_list<int> rows, int margin) {
-    using box9::Buffers;
     Differences d;
     for (int y : rows) {
-        for (int e = margin; e < box9::kRowBytes - margin; ++e) {
+        for (int e = margin; e < kRowBytes - margin; ++e) {
             double sum = 0;
             for (int j = 0; j < kTaps; ++j) {
-                const int sy = std::min(std::max(y + j - 4, 0), box9::kHeight - 1);
+                const int sy = std::min(std::max(y + j - kTaps / 2, 0), kHeight - 1);
                 double row = 0;
                 for (int i = 0; i < kTaps; ++i) {
-                    row += f[static_cast<std::size_t>(i)] * image[static_cast<std::size_t>(sy) * Buffers::pitch + static_cast<std::size_t>(e + 3 * (i - 4))];
+                    row += f[static_cast<std::size_t>(i)] * image[static_cast<std::size_t>(sy) * Buffers::pitch + static_cast<std::size_t>(e + box9::kStride * (i - kTaps / 2))];
                 }
                 sum += f[static_cast<std::size_t>(j)] * row;
             }

@@ -162,30 +162,28 @@ for problem in sorted(rows):
         print(f"{problem:40s} {variant:45s} {us:10.1f} {ratio:>10s}  {label}")
 PY
 
-# Copies marked with probes/block_timeline.hpp print one launch's blocks per process (tuner, bench):
-# summarised by scripts/timeline.py, with TIMELINE's arguments.
-# TIMELINE is split at blanks (no quoting inside it).
+# What the copies printed into the tuner's and the benchmark's logs, one process each: copies marked
+# with probes/block_timeline.hpp one launch's blocks (summarised by scripts/timeline.py, with
+# TIMELINE's arguments, split at blanks: no quoting inside it), copies counted with
+# probes/sm_clock.hpp their blocks' cycles and nanoseconds every 100th counted launch (the SM clock
+# they kept, by scripts/sm_clock.py).
 read -r -a timeline_args <<<"${TIMELINE:-}"
 timelines=0
 for log in "$OUT/tune.log" "$OUT/bench.log"; do
-  if [[ -f $log ]] && grep -q '^TL ' "$log"; then
+  [[ -f $log ]] || continue
+  if grep -q '^TL ' "$log"; then
     timelines=$((timelines + 1))
     echo "gpu-experiment: block timeline of $(basename "$log" .log)'s marked launch:"
     python3 scripts/timeline.py "$log" ${timeline_args[@]+"${timeline_args[@]}"} 2>&1 | sed 's/^/  /'
+  fi
+  if grep -q '^CLK ' "$log"; then
+    echo "gpu-experiment: SM clock of the counted launches in $(basename "$log" .log):"
+    python3 scripts/sm_clock.py "$log" 2>&1 | sed 's/^/  /'
   fi
 done
 if [[ -n ${TIMELINE:-} && $timelines -eq 0 ]]; then
   echo "gpu-experiment: TIMELINE given, but no copy printed a TL line (no marks, 'on' never true, or fewer than 3 marked launches in a process)"
 fi
-
-# Copies counted with probes/sm_clock.hpp print their blocks' cycles and nanoseconds every 100th
-# counted launch: the SM clock they kept, per process, by scripts/sm_clock.py.
-for log in "$OUT/tune.log" "$OUT/bench.log"; do
-  if [[ -f $log ]] && grep -q '^CLK ' "$log"; then
-    echo "gpu-experiment: SM clock of the counted launches in $(basename "$log" .log):"
-    python3 scripts/sm_clock.py "$log" 2>&1 | sed 's/^/  /'
-  fi
-done
 
 # Nsight Compute on one launch of each variant (the original and the copies), on its first row.
 if [[ -n ${PROFILE:-} ]]; then
